@@ -1,0 +1,156 @@
+// Payloads of the records the shim writes into the event ring. Each payload follows a
+// RecordHeader; all fields are fixed width and little-endian (the ring never leaves the node).
+//
+// Who stamps time: nothing per op in lightweight mode (a clock read per launch would cost more
+// than the rest of the hot path). IterationMark records carry the host CLOCK_MONOTONIC time and
+// the device time of the finished iteration measured with CUDA events (virtual time on simgpu).
+// Records written during a detailed iteration carry RecordFlag kFlagDetailed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace chameleon::ipc {
+
+enum class RecordType : std::uint16_t {
+  kPadding = 0,        ///< filler to the end of the ring, or a repaired (dead writer) record
+  kLaunch = 1,         ///< kernel launch (an op)
+  kCopy = 2,           ///< memcpy (an op)
+  kMemset = 3,         ///< memset (an op)
+  kAlloc = 4,          ///< allocation became live (event, not an op)
+  kFree = 5,           ///< allocation freed (event)
+  kSync = 6,           ///< host synchronisation
+  kIterationMark = 7,  ///< the shim saw the boundary signature the daemon sent
+  kMemInfo = 8,        ///< memory in use after an op (detailed mode only)
+};
+
+enum RecordFlag : std::uint16_t {
+  kFlagDetailed = 1u << 0,  ///< written while recording a detailed iteration
+  kFlagCapture = 1u << 1,   ///< issued while the stream was capturing a graph
+};
+
+/// Op tokens 1..15 are reserved for driver ops that are not kernels; kernels start at 16.
+/// Token 0 is "unknown".
+enum ReservedToken : std::uint32_t {
+  kTokenUnknown = 0,
+  kTokenCopyHtoD = 1,
+  kTokenCopyDtoH = 2,
+  kTokenCopyDtoD = 3,
+  kTokenCopyPeer = 4,
+  kTokenMemset = 5,
+  kTokenGraphLaunch = 6,
+  kFirstKernelToken = 16,
+};
+
+/// Allocation id 0 means "not a tracked allocation".
+inline constexpr std::uint64_t kNoAllocation = 0;
+
+/// kLaunch: followed by `tensor_count` u64 allocation ids (the tracked allocations the
+/// arguments point into, in argument order, duplicates removed).
+struct LaunchRecord {
+  std::uint32_t token;
+  std::uint16_t tensor_count;
+  std::uint16_t device;
+  std::uint64_t stream;        ///< CUstream handle value (0 = legacy default)
+  // std::uint64_t tensors[tensor_count];
+};
+static_assert(sizeof(LaunchRecord) == 16);
+static_assert(offsetof(LaunchRecord, token) == 0);
+static_assert(offsetof(LaunchRecord, tensor_count) == 4);
+static_assert(offsetof(LaunchRecord, device) == 6);
+static_assert(offsetof(LaunchRecord, stream) == 8);
+/// Tensors recorded per launch at most; a launch touching more records the first ones only
+/// (bounded hot-path cost), which the daemon sees as tensor_count == kMaxLaunchTensors.
+inline constexpr std::size_t kMaxLaunchTensors = 64;
+
+/// kCopy: an op; src/dst are allocation ids (kNoAllocation for host or untracked memory).
+struct CopyRecord {
+  std::uint32_t token;         ///< kTokenCopy*
+  std::uint16_t device;
+  std::uint16_t reserved;
+  std::uint64_t stream;
+  std::uint64_t src;
+  std::uint64_t dst;
+  std::uint64_t bytes;
+};
+static_assert(sizeof(CopyRecord) == 40);
+static_assert(offsetof(CopyRecord, stream) == 8);
+static_assert(offsetof(CopyRecord, src) == 16);
+static_assert(offsetof(CopyRecord, dst) == 24);
+static_assert(offsetof(CopyRecord, bytes) == 32);
+
+/// kMemset: an op.
+struct MemsetRecord {
+  std::uint32_t token;         ///< kTokenMemset
+  std::uint16_t device;
+  std::uint16_t reserved;
+  std::uint64_t stream;
+  std::uint64_t dst;
+  std::uint64_t bytes;
+};
+static_assert(sizeof(MemsetRecord) == 32);
+static_assert(offsetof(MemsetRecord, dst) == 16);
+
+enum class AllocKind : std::uint8_t {
+  kPlain = 0,      ///< cuMemAlloc / cuMemAllocPitch
+  kAsync = 1,      ///< cuMemAllocAsync / cuMemAllocFromPoolAsync
+  kVmmMap = 2,     ///< cuMemMap of physical memory into a reserved range
+  kHost = 3,       ///< pinned host memory (not device bytes)
+};
+
+/// kAlloc.
+struct AllocRecord {
+  std::uint64_t id;            ///< never reused within a process (monotonic, starts at 1)
+  std::uint64_t address;       ///< device virtual address
+  std::uint64_t bytes;
+  std::uint64_t stream;        ///< for async allocations, else 0
+  std::uint16_t device;
+  std::uint8_t kind;           ///< AllocKind
+  std::uint8_t swappable;      ///< 0 if exported/IPC or below the swap granularity
+  std::uint32_t reserved;
+};
+static_assert(sizeof(AllocRecord) == 40);
+static_assert(offsetof(AllocRecord, address) == 8);
+static_assert(offsetof(AllocRecord, bytes) == 16);
+static_assert(offsetof(AllocRecord, stream) == 24);
+static_assert(offsetof(AllocRecord, device) == 32);
+static_assert(offsetof(AllocRecord, kind) == 34);
+
+/// kFree.
+struct FreeRecord {
+  std::uint64_t id;
+  std::uint64_t stream;        ///< for async frees, else 0
+};
+static_assert(sizeof(FreeRecord) == 16);
+
+enum class SyncKind : std::uint8_t { kContext = 0, kStream = 1, kEvent = 2 };
+
+/// kSync.
+struct SyncRecord {
+  std::uint64_t stream;
+  std::uint8_t kind;           ///< SyncKind
+  std::uint8_t reserved[7];
+};
+static_assert(sizeof(SyncRecord) == 16);
+
+/// kIterationMark: written by the shim when it sees the boundary signature.
+struct IterationMarkRecord {
+  std::uint64_t iteration;       ///< shim's count of boundaries seen (starts at 1)
+  std::uint64_t host_time_ns;    ///< CLOCK_MONOTONIC when the boundary op was launched
+  std::uint64_t device_time_ns;  ///< device time of the iteration that just ended (0 = unknown yet)
+  std::uint64_t ops;             ///< ops the shim counted in that iteration
+};
+static_assert(sizeof(IterationMarkRecord) == 32);
+
+/// kMemInfo (detailed mode): device bytes live after the preceding op.
+struct MemInfoRecord {
+  std::uint64_t bytes_live;
+  std::uint16_t device;
+  std::uint16_t reserved[3];
+};
+static_assert(sizeof(MemInfoRecord) == 16);
+
+static_assert(std::is_trivially_copyable_v<LaunchRecord> && std::is_trivially_copyable_v<AllocRecord>);
+
+}  // namespace chameleon::ipc

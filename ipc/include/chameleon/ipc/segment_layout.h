@@ -1,0 +1,124 @@
+// Layout of one client's shared-memory segment. The client (shim) creates and sizes it; the daemon
+// maps the descriptor it receives and validates every field before use.
+//
+//   offset 0           SegmentHeader (1024 bytes, 8 slots of kFalseSharing)
+//   ring_offset        EventRing: descriptor (3 slots) + data (ring_capacity bytes, power of two)
+//   names_offset       NameTable: descriptor (1 slot) + data (names_capacity bytes)
+//   mailbox_offset     PolicyMailbox: descriptor (1 slot) + 2 slots of (kFalseSharing + slot_bytes)
+//
+// Every region starts on a kFalseSharing boundary. Only fixed-width fields; no pointers.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "chameleon/ipc/constants.h"
+
+namespace chameleon::ipc {
+
+/// "CHMLSEG1" read as a little-endian u64.
+inline constexpr std::uint64_t kSegmentMagic = 0x314745534c4d4843ull;
+
+/// Bits of SegmentHeader::control_flags (daemon writes, shim reads).
+enum ControlFlag : std::uint32_t {
+  kControlDetailedIteration = 1u << 0,  ///< record the next whole iteration in detailed mode
+  kControlDisabled = 1u << 1,           ///< chameleonctl disable: shim passes through, no swaps
+};
+
+/// Fixed header at offset 0. Field comments say who writes each field.
+struct alignas(kFalseSharing) SegmentHeader {
+  // --- slot 0: identity and geometry; written once by the client before `layout_version`. ---
+  std::uint64_t magic;                       ///< kSegmentMagic
+  std::atomic<std::uint32_t> layout_version; ///< PackVersion(major, minor); stored LAST (release)
+  std::uint32_t header_bytes;                ///< sizeof(SegmentHeader) as the writer knew it
+  std::uint64_t segment_bytes;               ///< total mapped size
+  std::uint64_t ring_offset;                 ///< EventRingDescriptor
+  std::uint64_t ring_capacity;               ///< data bytes after the descriptor, power of two
+  std::uint64_t names_offset;                ///< NameTableDescriptor
+  std::uint64_t names_capacity;              ///< data bytes after the descriptor
+  std::uint64_t mailbox_offset;              ///< PolicyMailboxDescriptor
+  std::uint64_t mailbox_slot_bytes;          ///< capacity of each of the two policy slots
+  std::int32_t creator_pid;                  ///< informational; identity comes from SO_PEERCRED
+  std::uint32_t reserved0;
+  std::uint64_t start_time_ns;               ///< CLOCK_MONOTONIC at creation
+  std::uint8_t pad0[kFalseSharing - 88];
+
+  // --- slot 1: client liveness (client writes). ---
+  std::atomic<std::uint64_t> client_heartbeat_ns;  ///< CLOCK_MONOTONIC, from a timer thread
+  std::atomic<std::uint32_t> client_exited;        ///< 1 = clean exit sentinel
+  std::uint8_t pad1[kFalseSharing - 12];
+
+  // --- slot 2: daemon liveness (daemon writes). ---
+  std::atomic<std::uint64_t> daemon_heartbeat_ns;
+  std::atomic<std::uint32_t> daemon_exited;
+  std::uint8_t pad2[kFalseSharing - 12];
+
+  // --- slot 3: control (daemon writes, client reads). ---
+  std::atomic<std::uint32_t> control_flags;        ///< ControlFlag bits
+  std::atomic<std::uint32_t> detail_request_seq;   ///< bumped for each detailed-iteration request
+  std::uint8_t pad3[kFalseSharing - 8];
+
+  // --- slot 4: producer counters (client writes, daemon copies into metrics on a timer). ---
+  std::atomic<std::uint64_t> records_written;
+  std::atomic<std::uint64_t> records_dropped;      ///< whole records refused because the ring was full
+  std::atomic<std::uint64_t> names_dropped;        ///< names that did not fit the name table
+  std::atomic<std::uint64_t> detail_done_seq;      ///< last detail_request_seq fully recorded
+  std::uint8_t pad4[kFalseSharing - 32];
+
+  // --- slot 5: executor counters (client writes; filled by the swap executor). ---
+  std::atomic<std::uint64_t> swap_out_bytes;
+  std::atomic<std::uint64_t> swap_in_bytes;
+  std::atomic<std::uint64_t> stall_count;
+  std::atomic<std::uint64_t> stall_ns;
+  std::atomic<std::uint64_t> prefetch_hits;
+  std::atomic<std::uint64_t> host_pool_bytes;
+  std::atomic<std::uint64_t> vmm_calls;
+  std::atomic<std::uint64_t> policy_generation_applied;
+  std::uint8_t pad5[kFalseSharing - 64];
+
+  // --- slot 6: memory gauges (client writes). ---
+  std::atomic<std::uint64_t> device_bytes_live;
+  std::atomic<std::uint64_t> device_bytes_peak;
+  std::atomic<std::uint64_t> device_limit_bytes;   ///< limit in force in the shim (0 = none)
+  std::uint8_t pad6[kFalseSharing - 24];
+
+  // --- slot 7: reserved for later minors (zero). ---
+  std::uint8_t reserved[kFalseSharing];
+};
+
+static_assert(std::is_standard_layout_v<SegmentHeader>);
+static_assert(sizeof(SegmentHeader) == 8 * kFalseSharing);
+static_assert(alignof(SegmentHeader) == kFalseSharing);
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
+static_assert(offsetof(SegmentHeader, magic) == 0);
+static_assert(offsetof(SegmentHeader, layout_version) == 8);
+static_assert(offsetof(SegmentHeader, header_bytes) == 12);
+static_assert(offsetof(SegmentHeader, segment_bytes) == 16);
+static_assert(offsetof(SegmentHeader, ring_offset) == 24);
+static_assert(offsetof(SegmentHeader, ring_capacity) == 32);
+static_assert(offsetof(SegmentHeader, names_offset) == 40);
+static_assert(offsetof(SegmentHeader, names_capacity) == 48);
+static_assert(offsetof(SegmentHeader, mailbox_offset) == 56);
+static_assert(offsetof(SegmentHeader, mailbox_slot_bytes) == 64);
+static_assert(offsetof(SegmentHeader, creator_pid) == 72);
+static_assert(offsetof(SegmentHeader, start_time_ns) == 80);
+static_assert(offsetof(SegmentHeader, client_heartbeat_ns) == 1 * kFalseSharing);
+static_assert(offsetof(SegmentHeader, client_exited) == 1 * kFalseSharing + 8);
+static_assert(offsetof(SegmentHeader, daemon_heartbeat_ns) == 2 * kFalseSharing);
+static_assert(offsetof(SegmentHeader, daemon_exited) == 2 * kFalseSharing + 8);
+static_assert(offsetof(SegmentHeader, control_flags) == 3 * kFalseSharing);
+static_assert(offsetof(SegmentHeader, detail_request_seq) == 3 * kFalseSharing + 4);
+static_assert(offsetof(SegmentHeader, records_written) == 4 * kFalseSharing);
+static_assert(offsetof(SegmentHeader, records_dropped) == 4 * kFalseSharing + 8);
+static_assert(offsetof(SegmentHeader, names_dropped) == 4 * kFalseSharing + 16);
+static_assert(offsetof(SegmentHeader, detail_done_seq) == 4 * kFalseSharing + 24);
+static_assert(offsetof(SegmentHeader, swap_out_bytes) == 5 * kFalseSharing);
+static_assert(offsetof(SegmentHeader, policy_generation_applied) == 5 * kFalseSharing + 56);
+static_assert(offsetof(SegmentHeader, device_bytes_live) == 6 * kFalseSharing);
+static_assert(offsetof(SegmentHeader, device_limit_bytes) == 6 * kFalseSharing + 16);
+static_assert(offsetof(SegmentHeader, reserved) == 7 * kFalseSharing);
+
+}  // namespace chameleon::ipc

@@ -1,0 +1,26 @@
+// simgpu-only entry points exported by the simulated libcuda.so.1 (prefix simgpu). Tests and
+// workloads look them up with dlsym so that the same binaries also run on a real driver, where
+// the symbols are simply absent.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+extern "C" {
+/// Physical device bytes simgpu has committed now / at peak for `device` (all allocation kinds).
+int simgpuGetPhysicalUsage(int device, std::uint64_t* live, std::uint64_t* peak);
+/// Number of times the driver entry point `name` (exact exported name, e.g. "cuMemAlloc_v2")
+/// was called in this process.
+std::uint64_t simgpuGetCallCount(const char* name);
+/// Current virtual time of the host clock, in nanoseconds.
+std::uint64_t simgpuHostVirtualNs(void);
+/// Current virtual time reached by all work submitted to `device` so far (its stream clocks' max).
+std::uint64_t simgpuDeviceVirtualNs(int device);
+}
+
+namespace chameleon::simgpu {
+using GetPhysicalUsageFn = int (*)(int, std::uint64_t*, std::uint64_t*);
+using GetCallCountFn = std::uint64_t (*)(const char*);
+using HostVirtualNsFn = std::uint64_t (*)(void);
+using DeviceVirtualNsFn = std::uint64_t (*)(int);
+}  // namespace chameleon::simgpu
