@@ -52,7 +52,7 @@ struct LaunchRecord {
   std::uint32_t token;
   std::uint16_t tensor_count;
   std::uint16_t device;
-  std::uint64_t stream;        ///< CUstream handle value (0 = legacy default)
+  std::uint64_t stream;  ///< CUstream handle value (0 = legacy default)
   // std::uint64_t tensors[tensor_count];
 };
 static_assert(sizeof(LaunchRecord) == 16);
@@ -66,7 +66,7 @@ inline constexpr std::size_t kMaxLaunchTensors = 64;
 
 /// kCopy: an op; src/dst are allocation ids (kNoAllocation for host or untracked memory).
 struct CopyRecord {
-  std::uint32_t token;         ///< kTokenCopy*
+  std::uint32_t token;  ///< kTokenCopy*
   std::uint16_t device;
   std::uint16_t reserved;
   std::uint64_t stream;
@@ -82,7 +82,7 @@ static_assert(offsetof(CopyRecord, bytes) == 32);
 
 /// kMemset: an op.
 struct MemsetRecord {
-  std::uint32_t token;         ///< kTokenMemset
+  std::uint32_t token;  ///< kTokenMemset
   std::uint16_t device;
   std::uint16_t reserved;
   std::uint64_t stream;
@@ -93,21 +93,21 @@ static_assert(sizeof(MemsetRecord) == 32);
 static_assert(offsetof(MemsetRecord, dst) == 16);
 
 enum class AllocKind : std::uint8_t {
-  kPlain = 0,      ///< cuMemAlloc / cuMemAllocPitch
-  kAsync = 1,      ///< cuMemAllocAsync / cuMemAllocFromPoolAsync
-  kVmmMap = 2,     ///< cuMemMap of physical memory into a reserved range
-  kHost = 3,       ///< pinned host memory (not device bytes)
+  kPlain = 0,   ///< cuMemAlloc / cuMemAllocPitch
+  kAsync = 1,   ///< cuMemAllocAsync / cuMemAllocFromPoolAsync
+  kVmmMap = 2,  ///< cuMemMap of physical memory into a reserved range
+  kHost = 3,    ///< pinned host memory (not device bytes)
 };
 
 /// kAlloc.
 struct AllocRecord {
-  std::uint64_t id;            ///< never reused within a process (monotonic, starts at 1)
-  std::uint64_t address;       ///< device virtual address
+  std::uint64_t id;       ///< never reused within a process (monotonic, starts at 1)
+  std::uint64_t address;  ///< device virtual address
   std::uint64_t bytes;
-  std::uint64_t stream;        ///< for async allocations, else 0
+  std::uint64_t stream;  ///< for async allocations, else 0
   std::uint16_t device;
-  std::uint8_t kind;           ///< AllocKind
-  std::uint8_t swappable;      ///< 0 if exported/IPC or below the swap granularity
+  std::uint8_t kind;       ///< AllocKind
+  std::uint8_t swappable;  ///< 0 if exported/IPC or below the swap granularity
   std::uint32_t reserved;
 };
 static_assert(sizeof(AllocRecord) == 40);
@@ -120,7 +120,7 @@ static_assert(offsetof(AllocRecord, kind) == 34);
 /// kFree.
 struct FreeRecord {
   std::uint64_t id;
-  std::uint64_t stream;        ///< for async frees, else 0
+  std::uint64_t stream;  ///< for async frees, else 0
 };
 static_assert(sizeof(FreeRecord) == 16);
 
@@ -129,7 +129,7 @@ enum class SyncKind : std::uint8_t { kContext = 0, kStream = 1, kEvent = 2 };
 /// kSync.
 struct SyncRecord {
   std::uint64_t stream;
-  std::uint8_t kind;           ///< SyncKind
+  std::uint8_t kind;  ///< SyncKind
   std::uint8_t reserved[7];
 };
 static_assert(sizeof(SyncRecord) == 16);
@@ -151,6 +151,7 @@ struct MemInfoRecord {
 };
 static_assert(sizeof(MemInfoRecord) == 16);
 
-static_assert(std::is_trivially_copyable_v<LaunchRecord> && std::is_trivially_copyable_v<AllocRecord>);
+static_assert(std::is_trivially_copyable_v<LaunchRecord> &&
+              std::is_trivially_copyable_v<AllocRecord>);
 
 }  // namespace chameleon::ipc

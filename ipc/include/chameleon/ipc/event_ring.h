@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "chameleon/ipc/event_records.h"
@@ -23,7 +24,8 @@ class EventRingProducer {
   EventRingProducer(EventRingDescriptor* descriptor, std::uint8_t* data, std::uint64_t capacity);
 
   /// Copies a record of `type` with `payload` (Push2: `head` then `tail`) and commits it.
-  /// On kFull the record is dropped whole; the caller counts the drop.
+  /// On kFull the record is dropped whole; the caller counts the drop. Defined inline below so
+  /// that, at a call site with constant sizes, the copies compile to a few plain stores.
   PushResult Push(RecordType type, std::uint16_t flags, const void* payload, std::size_t bytes);
   PushResult Push2(RecordType type, std::uint16_t flags, const void* head, std::size_t head_bytes,
                    const void* tail, std::size_t tail_bytes);
@@ -31,15 +33,22 @@ class EventRingProducer {
   std::uint64_t capacity() const { return capacity_; }
 
  private:
+  // Fast path inline; ClaimSlow (event_ring.cc) handles "cache says full" and the ring end.
   std::uint8_t* Claim(std::size_t record_bytes);
+  std::uint8_t* ClaimSlow(std::size_t record_bytes);
+  bool HasSpace(std::uint64_t needed);
+  std::uint8_t* CommitClaim(std::uint64_t index, std::size_t record_bytes, std::uint64_t advance);
   EventRingDescriptor* descriptor_ = nullptr;
   std::uint8_t* data_ = nullptr;
   std::uint64_t capacity_ = 0;
   std::uint64_t mask_ = 0;
+  std::uint64_t tail_ = 0;        // own copy of descriptor_->tail (only this end writes it)
+  std::uint64_t head_cache_ = 0;  // own copy of descriptor_->head_cache
 };
 
-/// A record as seen by the consumer; `payload` points into the ring and is valid until the
-/// next Drain/Commit. The consumer must treat every byte as untrusted.
+/// A record as seen by the consumer; `payload` points into the ring and is valid only inside the
+/// Drain handler (Drain zeroes the consumed bytes before it returns). The consumer must treat
+/// every byte as untrusted; Drain has already checked the length and the type's minimum payload.
 struct RecordView {
   RecordType type;
   std::uint16_t flags;
@@ -47,7 +56,20 @@ struct RecordView {
 };
 
 /// Why a drain stopped early (the ring content is corrupt or a writer died mid-record).
-enum class DrainError : std::uint8_t { kNone, kBadLength, kStuckRecordRepaired };
+/// kStuckRecordRepaired is informational (the drain went on past the repaired record); the
+/// others stop the drain at the offending record, which stays in place: the daemon disconnects.
+enum class DrainError : std::uint8_t {
+  kNone,
+  kBadLength,            ///< length < header, > kMaxRecordBytes, past the ring end or the batch
+  kStuckRecordRepaired,  ///< a claimed record was stuck past the timeout and skipped as padding
+  kBadType,              ///< a committed record of a type this reader does not know
+  kBadPayload,           ///< payload shorter than its type needs (or tensor_count too large)
+};
+const char* ToString(DrainError error);
+
+/// Checks a committed record's payload against its type: at least the fixed payload (a newer
+/// minor may append), and for kLaunch the tensor list. Used by the consumer before handing out.
+DrainError ValidateRecord(RecordType type, std::span<const std::uint8_t> payload);
 
 /// Reads records. Not thread-safe: one consumer thread.
 class EventRingConsumer {
@@ -58,7 +80,10 @@ class EventRingConsumer {
   /// Calls `handler(const RecordView&)` for up to `max_records` committed records, skipping
   /// padding, and stores head once at the end. Returns the number of records handed out.
   /// A negative (claimed) length stuck at the same position for longer than `stuck_timeout_ns`
-  /// (measured with `now_ns`) is turned into padding: the writer died mid-record.
+  /// (measured with `now_ns`, e.g. MonotonicNowNs(); never decreasing) is turned into padding:
+  /// the writer died mid-record. Choose a timeout far above any preemption (seconds). A corrupt
+  /// record stops the drain and stays where it is (last_error() says why): disconnect the client.
+  /// At most one ring's worth of bytes is consumed per call.
   template <typename Handler>
   std::size_t Drain(Handler&& handler, std::size_t max_records, std::uint64_t now_ns,
                     std::uint64_t stuck_timeout_ns);
@@ -70,22 +95,69 @@ class EventRingConsumer {
   std::uint64_t capacity() const { return capacity_; }
 
  private:
-  // Implementation helpers, defined in event_ring.cc. Peek returns the committed record at the
-  // current read position or std::nullopt-like false.
+  // Implementation helpers, defined in event_ring.cc. Next returns the next committed,
+  // validated, non-padding record at the read position, or false (empty, stuck or corrupt).
   bool Next(RecordView* out, std::uint64_t now_ns, std::uint64_t stuck_timeout_ns);
+  bool SkipIfStuck(std::int32_t length, std::uint64_t now_ns, std::uint64_t stuck_timeout_ns);
+  bool Fail(DrainError error);
   void Commit();
 
   EventRingDescriptor* descriptor_ = nullptr;
   std::uint8_t* data_ = nullptr;
   std::uint64_t capacity_ = 0;
   std::uint64_t mask_ = 0;
-  std::uint64_t position_ = 0;        // consumer's read position (bytes ever consumed)
+  std::uint64_t position_ = 0;   // consumer's read position (bytes ever consumed)
+  std::uint64_t committed_ = 0;  // position at the last Commit (never trusts shared head)
   std::uint64_t stuck_position_ = ~0ull;
   std::uint64_t stuck_since_ns_ = 0;
   DrainError last_error_ = DrainError::kNone;
   std::uint64_t repaired_ = 0;
   std::uint64_t corrupt_ = 0;
 };
+
+// ---- Producer hot path (inline). Memory ordering is explained in event_ring.cc. ----
+
+inline std::uint8_t* EventRingProducer::CommitClaim(std::uint64_t index, std::size_t record_bytes,
+                                                    std::uint64_t advance) {
+  // Negative length before tail: a writer that dies after this leaves a skippable claim.
+  reinterpret_cast<RecordHeader*>(data_ + index)
+      ->length.store(-static_cast<std::int32_t>(record_bytes), std::memory_order_relaxed);
+  tail_ += advance;
+  descriptor_->tail.store(tail_, std::memory_order_release);
+  return data_ + index;
+}
+
+inline std::uint8_t* EventRingProducer::Claim(std::size_t record_bytes) {
+  const std::uint64_t aligned = AlignRecord(record_bytes);
+  const std::uint64_t index = tail_ & mask_;
+  const std::uint64_t used = tail_ - head_cache_;
+  if (aligned <= capacity_ - index && used <= capacity_ && capacity_ - used >= aligned) {
+    return CommitClaim(index, record_bytes, aligned);
+  }
+  return ClaimSlow(record_bytes);
+}
+
+inline PushResult EventRingProducer::Push2(RecordType type, std::uint16_t flags, const void* head,
+                                           std::size_t head_bytes, const void* tail,
+                                           std::size_t tail_bytes) {
+  const std::size_t record_bytes = sizeof(RecordHeader) + head_bytes + tail_bytes;
+  if (record_bytes > kMaxRecordBytes) return PushResult::kTooLarge;
+  std::uint8_t* record = Claim(record_bytes);
+  if (record == nullptr) return PushResult::kFull;
+  auto* header = reinterpret_cast<RecordHeader*>(record);
+  header->type = static_cast<std::uint16_t>(type);
+  header->flags = flags;
+  std::uint8_t* payload = record + sizeof(RecordHeader);
+  if (head_bytes != 0) std::memcpy(payload, head, head_bytes);
+  if (tail_bytes != 0) std::memcpy(payload + head_bytes, tail, tail_bytes);
+  header->length.store(static_cast<std::int32_t>(record_bytes), std::memory_order_release);
+  return PushResult::kOk;
+}
+
+inline PushResult EventRingProducer::Push(RecordType type, std::uint16_t flags, const void* payload,
+                                          std::size_t bytes) {
+  return Push2(type, flags, payload, bytes, nullptr, 0);
+}
 
 template <typename Handler>
 std::size_t EventRingConsumer::Drain(Handler&& handler, std::size_t max_records,

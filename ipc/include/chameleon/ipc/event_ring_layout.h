@@ -1,8 +1,8 @@
 // Layout of the client -> daemon event ring (Aeron one-to-one style, single producer, single
 // consumer, no locks). See docs/protocol.md for the protocol around it.
 //
-//   ring_offset + 0        EventRingDescriptor: tail | head_cache | head, one kFalseSharing slot each
-//   ring_offset + 384      data[capacity]  (capacity a power of two, >= 4 KiB)
+//   ring_offset + 0      EventRingDescriptor: tail | head_cache | head (a kFalseSharing slot each)
+//   ring_offset + 384    data[capacity]  (capacity a power of two, >= 4 KiB)
 //
 // A record is RecordHeader + payload, padded to kRecordAlignment. The producer claims space by
 // advancing `tail` (it is the only writer of tail), writes the header with a NEGATIVE length
@@ -26,11 +26,11 @@ inline constexpr std::size_t kMinRingCapacity = 4096;
 inline constexpr std::size_t kMaxRecordBytes = 4096;
 
 struct alignas(kFalseSharing) EventRingDescriptor {
-  std::atomic<std::uint64_t> tail;        ///< producer: bytes ever claimed
+  std::atomic<std::uint64_t> tail;  ///< producer: bytes ever claimed
   std::uint8_t pad0[kFalseSharing - 8];
   std::atomic<std::uint64_t> head_cache;  ///< producer: its last view of head
   std::uint8_t pad1[kFalseSharing - 8];
-  std::atomic<std::uint64_t> head;        ///< consumer: bytes ever consumed
+  std::atomic<std::uint64_t> head;  ///< consumer: bytes ever consumed
   std::uint8_t pad2[kFalseSharing - 8];
 };
 static_assert(std::is_standard_layout_v<EventRingDescriptor>);
@@ -41,9 +41,10 @@ static_assert(offsetof(EventRingDescriptor, head) == 2 * kFalseSharing);
 
 /// Every record starts with this 8-byte header.
 struct RecordHeader {
-  std::atomic<std::int32_t> length;  ///< total bytes incl. header, unpadded; < 0 claimed, > 0 committed
-  std::uint16_t type;                ///< RecordType
-  std::uint16_t flags;               ///< RecordFlag bits
+  /// Total bytes incl. header, unpadded; < 0 claimed, > 0 committed, 0 nothing written yet.
+  std::atomic<std::int32_t> length;
+  std::uint16_t type;   ///< RecordType
+  std::uint16_t flags;  ///< RecordFlag bits
 };
 static_assert(std::is_standard_layout_v<RecordHeader>);
 static_assert(sizeof(RecordHeader) == 8);

@@ -25,13 +25,14 @@ class NameTableWriter {
 };
 
 /// Reads entries committed since the last call. Validates every entry against the capacity.
+/// Not thread-safe (one reader).
 class NameTableReader {
  public:
   NameTableReader() = default;
   NameTableReader(const NameTableDescriptor* descriptor, const std::uint8_t* data,
                   std::uint64_t capacity);
   /// Calls `sink(token, name)` for each new entry; false if the table content is corrupt
-  /// (the caller disconnects the client).
+  /// (the caller disconnects the client). `name` points into shared memory: copy it.
   template <typename Sink>
   bool ReadNew(Sink&& sink);
 

@@ -23,7 +23,7 @@ struct PolicyBlobHeader {
   std::uint32_t magic;
   std::uint16_t major;
   std::uint16_t minor;
-  std::uint32_t header_bytes;   ///< sizeof(PolicyBlobHeader) as written
+  std::uint32_t header_bytes;  ///< sizeof(PolicyBlobHeader) as written
   std::uint32_t section_count;
   std::uint64_t payload_bytes;  ///< bytes after the header
   std::uint32_t crc32;          ///< CRC-32 of the payload
@@ -41,7 +41,7 @@ enum class PolicySection : std::uint32_t {
 };
 
 struct PolicySectionHeader {
-  std::uint32_t type;   ///< PolicySection
+  std::uint32_t type;  ///< PolicySection
   std::uint32_t reserved;
   std::uint64_t bytes;  ///< data bytes (before padding)
 };
@@ -51,14 +51,14 @@ static_assert(sizeof(PolicySectionHeader) == 16);
 enum class Stage : std::uint32_t { kWarmup = 0, kGenPolicy = 1, kStable = 2 };
 
 struct PolicySummary {
-  std::uint64_t generation;            ///< daemon's policy generation for this client
-  std::uint32_t stage;                 ///< Stage
-  std::uint32_t flags;                 ///< reserved
-  std::uint64_t device_limit_bytes;    ///< 0 = no limit from the daemon
+  std::uint64_t generation;          ///< daemon's policy generation for this client
+  std::uint32_t stage;               ///< Stage
+  std::uint32_t flags;               ///< reserved
+  std::uint64_t device_limit_bytes;  ///< 0 = no limit from the daemon
   std::uint64_t predicted_peak_bytes;
   double predicted_iteration_s;
   double predicted_stall_s;
-  std::uint64_t iteration_ops;         ///< ops per iteration the daemon detected
+  std::uint64_t iteration_ops;  ///< ops per iteration the daemon detected
 };
 static_assert(sizeof(PolicySummary) == 56);
 
@@ -68,18 +68,18 @@ enum class Tier : std::uint16_t { kHost = 0, kPeerGpu = 1, kRemoteNuma = 2 };
 /// One tensor to swap. Triggers are anchored on (token, occurrence of that token within the
 /// iteration), so ops inserted elsewhere do not shift them.
 struct SwapEntry {
-  std::uint64_t match_key;        ///< hash of the tensor's integer features (policy/matcher.h)
+  std::uint64_t match_key;  ///< hash of the tensor's integer features (policy/matcher.h)
   std::uint64_t bytes;
-  std::uint32_t use_count;        ///< feature: ops using it in the iteration
-  std::uint32_t token_tag;        ///< feature: bit-OR of (1 << token % 32) over its users
-  std::uint32_t out_token;        ///< swap out after this op ...
-  std::uint32_t out_occurrence;   ///< ... at this occurrence (0-based)
-  std::uint32_t in_token;         ///< start the swap-in before this op ...
+  std::uint32_t use_count;       ///< feature: ops using it in the iteration
+  std::uint32_t token_tag;       ///< feature: bit-OR of (1 << token % 32) over its users
+  std::uint32_t out_token;       ///< swap out after this op ...
+  std::uint32_t out_occurrence;  ///< ... at this occurrence (0-based)
+  std::uint32_t in_token;        ///< start the swap-in before this op ...
   std::uint32_t in_occurrence;
-  std::uint32_t use_token;        ///< first use after the gap (wait on the swap-in before it)
+  std::uint32_t use_token;  ///< first use after the gap (wait on the swap-in before it)
   std::uint32_t use_occurrence;
-  std::uint16_t tier;             ///< Tier
-  std::uint16_t helper;           ///< peer device ordinal or NUMA node for non-host tiers
+  std::uint16_t tier;    ///< Tier
+  std::uint16_t helper;  ///< peer device ordinal or NUMA node for non-host tiers
   std::uint32_t reserved;
 };
 static_assert(sizeof(SwapEntry) == 56);
@@ -97,12 +97,12 @@ struct Policy {
 
 enum class BlobError : std::uint8_t {
   kOk,
-  kTruncated,       ///< fewer bytes than a header or section says
+  kTruncated,  ///< fewer bytes than a header or section says
   kBadMagic,
   kMajorMismatch,
   kBadHeaderBytes,
   kBadChecksum,
-  kBadSection,      ///< a known section whose size is not a multiple of its element
+  kBadSection,  ///< a known section whose size is not a multiple of its element
   kMissingSummary,
 };
 const char* ToString(BlobError error);

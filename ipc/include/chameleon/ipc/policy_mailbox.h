@@ -17,6 +17,8 @@ class PolicyMailboxWriter {
  public:
   PolicyMailboxWriter() = default;
   /// `base` points at the PolicyMailboxDescriptor; `slot_bytes` as recorded in the header.
+  /// Generations continue after the latest one already in the mailbox (a restarted daemon
+  /// attaching the same segment keeps them increasing).
   PolicyMailboxWriter(std::uint8_t* base, std::uint64_t slot_bytes);
   /// Publishes `blob` as the next generation; a blob larger than a slot is refused (counted in
   /// the descriptor), never truncated. Returns the generation through `generation` on success.
@@ -39,11 +41,15 @@ class PolicyMailboxReader {
   PolicyMailboxReader() = default;
   PolicyMailboxReader(const std::uint8_t* base, std::uint64_t slot_bytes);
   /// kNew: `blob()` holds a whole newer generation. kTorn: retry later. kCorrupt: header fields
-  /// out of bounds (a hostile or broken writer).
+  /// out of bounds (a hostile or broken writer: blob_bytes > slot_bytes, or a generation going
+  /// backwards). On anything but kNew, blob() and generation() keep the last accepted values.
+  /// Allocates only when a blob larger than any before arrives (not a hot path: the shim polls
+  /// from its background thread).
   ReadResult Poll();
   std::span<const std::uint8_t> blob() const { return {buffer_.data(), blob_bytes_}; }
   std::uint64_t generation() const { return generation_; }
   std::uint64_t torn_reads() const { return torn_reads_; }
+  std::uint64_t corrupt_reads() const { return corrupt_reads_; }
 
  private:
   const PolicyMailboxDescriptor* descriptor_ = nullptr;
@@ -51,8 +57,13 @@ class PolicyMailboxReader {
   std::uint64_t slot_bytes_ = 0;
   std::uint64_t generation_ = 0;
   std::uint64_t torn_reads_ = 0;
-  std::vector<std::uint8_t> buffer_;  // sized once to slot_bytes at construction
+  // Poll copies into scratch_ and swaps it with buffer_ only when the copy is whole, so blob()
+  // keeps the last accepted policy across torn reads. Both grow to the largest blob seen (not
+  // to slot_bytes up front: an 8 MiB slot would cost every process 16 MiB of heap).
+  std::vector<std::uint8_t> buffer_;
+  std::vector<std::uint8_t> scratch_;
   std::size_t blob_bytes_ = 0;
+  std::uint64_t corrupt_reads_ = 0;
 };
 
 }  // namespace chameleon::ipc

@@ -30,19 +30,19 @@ enum ControlFlag : std::uint32_t {
 /// Fixed header at offset 0. Field comments say who writes each field.
 struct alignas(kFalseSharing) SegmentHeader {
   // --- slot 0: identity and geometry; written once by the client before `layout_version`. ---
-  std::uint64_t magic;                       ///< kSegmentMagic
-  std::atomic<std::uint32_t> layout_version; ///< PackVersion(major, minor); stored LAST (release)
-  std::uint32_t header_bytes;                ///< sizeof(SegmentHeader) as the writer knew it
-  std::uint64_t segment_bytes;               ///< total mapped size
-  std::uint64_t ring_offset;                 ///< EventRingDescriptor
-  std::uint64_t ring_capacity;               ///< data bytes after the descriptor, power of two
-  std::uint64_t names_offset;                ///< NameTableDescriptor
-  std::uint64_t names_capacity;              ///< data bytes after the descriptor
-  std::uint64_t mailbox_offset;              ///< PolicyMailboxDescriptor
-  std::uint64_t mailbox_slot_bytes;          ///< capacity of each of the two policy slots
-  std::int32_t creator_pid;                  ///< informational; identity comes from SO_PEERCRED
+  std::uint64_t magic;                        ///< kSegmentMagic
+  std::atomic<std::uint32_t> layout_version;  ///< PackVersion(major, minor); stored LAST (release)
+  std::uint32_t header_bytes;                 ///< sizeof(SegmentHeader) as the writer knew it
+  std::uint64_t segment_bytes;                ///< total mapped size
+  std::uint64_t ring_offset;                  ///< EventRingDescriptor
+  std::uint64_t ring_capacity;                ///< data bytes after the descriptor, power of two
+  std::uint64_t names_offset;                 ///< NameTableDescriptor
+  std::uint64_t names_capacity;               ///< data bytes after the descriptor
+  std::uint64_t mailbox_offset;               ///< PolicyMailboxDescriptor
+  std::uint64_t mailbox_slot_bytes;           ///< capacity of each of the two policy slots
+  std::int32_t creator_pid;                   ///< informational; identity comes from SO_PEERCRED
   std::uint32_t reserved0;
-  std::uint64_t start_time_ns;               ///< CLOCK_MONOTONIC at creation
+  std::uint64_t start_time_ns;  ///< CLOCK_MONOTONIC at creation
   std::uint8_t pad0[kFalseSharing - 88];
 
   // --- slot 1: client liveness (client writes). ---
@@ -56,15 +56,15 @@ struct alignas(kFalseSharing) SegmentHeader {
   std::uint8_t pad2[kFalseSharing - 12];
 
   // --- slot 3: control (daemon writes, client reads). ---
-  std::atomic<std::uint32_t> control_flags;        ///< ControlFlag bits
-  std::atomic<std::uint32_t> detail_request_seq;   ///< bumped for each detailed-iteration request
+  std::atomic<std::uint32_t> control_flags;       ///< ControlFlag bits
+  std::atomic<std::uint32_t> detail_request_seq;  ///< bumped for each detailed-iteration request
   std::uint8_t pad3[kFalseSharing - 8];
 
   // --- slot 4: producer counters (client writes, daemon copies into metrics on a timer). ---
   std::atomic<std::uint64_t> records_written;
-  std::atomic<std::uint64_t> records_dropped;      ///< whole records refused because the ring was full
-  std::atomic<std::uint64_t> names_dropped;        ///< names that did not fit the name table
-  std::atomic<std::uint64_t> detail_done_seq;      ///< last detail_request_seq fully recorded
+  std::atomic<std::uint64_t> records_dropped;  ///< whole records refused because the ring was full
+  std::atomic<std::uint64_t> names_dropped;    ///< names that did not fit the name table
+  std::atomic<std::uint64_t> detail_done_seq;  ///< last detail_request_seq fully recorded
   std::uint8_t pad4[kFalseSharing - 32];
 
   // --- slot 5: executor counters (client writes; filled by the swap executor). ---
@@ -81,7 +81,7 @@ struct alignas(kFalseSharing) SegmentHeader {
   // --- slot 6: memory gauges (client writes). ---
   std::atomic<std::uint64_t> device_bytes_live;
   std::atomic<std::uint64_t> device_bytes_peak;
-  std::atomic<std::uint64_t> device_limit_bytes;   ///< limit in force in the shim (0 = none)
+  std::atomic<std::uint64_t> device_limit_bytes;  ///< limit in force in the shim (0 = none)
   std::uint8_t pad6[kFalseSharing - 24];
 
   // --- slot 7: reserved for later minors (zero). ---
