@@ -1,0 +1,298 @@
+// Copies and memsets. Each becomes one stream operation timed as bytes / link bandwidth (sharing
+// the link with overlapping copies); host-synchronising variants then wait for it.
+#include <cstring>
+
+#include "api.h"
+
+using namespace chameleon::simgpu;
+
+namespace {
+
+enum class HostWait { kNever, kAlways, kIfHost, kIfPageable };
+
+struct Endpoint {
+  Place place;
+  int device = -1;
+};
+
+// `fallback`: the device charged for an unmapped VMM range (whose device is unknowable).
+Endpoint Where(CUdeviceptr p, int fallback) {
+  Endpoint e;
+  e.place = TheDriver()->registry.Classify(p, &e.device);
+  if (e.device < 0) e.device = fallback;
+  return e;
+}
+
+bool OnDevice(const Endpoint& e) {
+  return e.place == Place::kDevice || e.place == Place::kUnmappedDevice;
+}
+
+Device* Dev(int i) { return TheDriver()->devices[static_cast<std::size_t>(i)].get(); }
+
+// Picks the link and bandwidth that a copy of n bytes from src to dst uses (docs/simgpu.md).
+OpCost CopyCost(const Endpoint& dst, const Endpoint& src, std::size_t n) {
+  const Config& cfg = TheDriver()->config;
+  OpCost c;
+  c.kind = OpCost::Kind::kCopy;
+  c.bytes = static_cast<double>(n);
+  const double host_bw = cfg.host_link_bandwidth;
+  const bool pageable = src.place == Place::kPageableHost || dst.place == Place::kPageableHost;
+  if (OnDevice(src) && OnDevice(dst)) {
+    if (src.device == dst.device) {
+      c.bytes = 2.0 * static_cast<double>(n);  // read + write of the same HBM
+      c.bandwidth = cfg.hbm_bandwidth;
+    } else if (double bw = cfg.peer_bandwidth[static_cast<std::size_t>(src.device)]
+                                             [static_cast<std::size_t>(dst.device)];
+               bw > 0) {
+      c.bandwidth = bw;
+      c.link = &Dev(src.device)->peer_out[static_cast<std::size_t>(dst.device)];
+    } else {
+      c.bandwidth = host_bw;  // staged through host memory
+      c.link = &Dev(src.device)->d2h;
+    }
+  } else if (OnDevice(dst)) {
+    c.bandwidth = pageable ? host_bw / 2 : host_bw;
+    c.link = &Dev(dst.device)->h2d;
+  } else if (OnDevice(src)) {
+    c.bandwidth = pageable ? host_bw / 2 : host_bw;
+    c.link = &Dev(src.device)->d2h;
+  } else {
+    c.bandwidth = host_bw;  // host to host: a memcpy at roughly host-link speed
+  }
+  return c;
+}
+
+CUresult Copy(CUdeviceptr dst, CUdeviceptr src, std::size_t n, CUstream h, bool pt, HostWait wait) {
+  Stream* s = nullptr;
+  SIMGPU_TRY(ResolveStream(h, pt, &s));
+  if (n == 0) return CUDA_SUCCESS;
+  if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
+  const int own = s->ctx()->device->ordinal;
+  const Endpoint d = Where(dst, own);
+  const Endpoint sr = Where(src, own);
+  OpSpec op;
+  op.cost = CopyCost(d, sr, n);
+  op.work = [dst, src, n] {
+    std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
+  };
+  SIMGPU_TRY(s->Submit(std::move(op)));
+  const bool host = !OnDevice(d) || !OnDevice(sr);
+  const bool pageable = d.place == Place::kPageableHost || sr.place == Place::kPageableHost;
+  if (wait == HostWait::kAlways || (wait == HostWait::kIfHost && host) ||
+      (wait == HostWait::kIfPageable && pageable)) {
+    s->Synchronize();
+    return s->ctx()->Sticky();
+  }
+  return CUDA_SUCCESS;
+}
+
+template <typename T>
+CUresult Memset(CUdeviceptr dst, T value, std::size_t count, CUstream h, bool pt, bool sync) {
+  Stream* s = nullptr;
+  SIMGPU_TRY(ResolveStream(h, pt, &s));
+  if (count == 0) return CUDA_SUCCESS;
+  if (!dst || dst % sizeof(T)) return CUDA_ERROR_INVALID_VALUE;
+  const Endpoint d = Where(dst, s->ctx()->device->ordinal);
+  const Config& cfg = TheDriver()->config;
+  OpSpec op;
+  op.cost.kind = OpCost::Kind::kCopy;
+  op.cost.bytes = static_cast<double>(count * sizeof(T));
+  op.cost.bandwidth = OnDevice(d) ? cfg.hbm_bandwidth : cfg.host_link_bandwidth;
+  op.work = [dst, value, count] {
+    T* p = reinterpret_cast<T*>(dst);
+    if constexpr (sizeof(T) == 1) {
+      std::memset(p, value, count);
+    } else {
+      for (std::size_t i = 0; i < count; ++i) p[i] = value;
+    }
+  };
+  SIMGPU_TRY(s->Submit(std::move(op)));
+  // Memsets of device memory are asynchronous to the host even in the "synchronous" API.
+  if (sync && !OnDevice(d)) {
+    s->Synchronize();
+    return s->ctx()->Sticky();
+  }
+  return CUDA_SUCCESS;
+}
+
+CUdeviceptr P(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
+
+}  // namespace
+
+// ---- Synchronous copies (legacy default stream, or the per-thread stream for _ptds). ----
+SIMGPU_API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) try {
+  SIMGPU_ENTRY();
+  return Copy(dst, P(src), n, nullptr, false, HostWait::kAlways);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void* src, size_t n) try {
+  SIMGPU_ENTRY();
+  return Copy(dst, P(src), n, nullptr, true, HostWait::kAlways);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) try {
+  SIMGPU_ENTRY();
+  return Copy(P(dst), src, n, nullptr, false, HostWait::kAlways);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemcpyDtoH_v2_ptds(void* dst, CUdeviceptr src, size_t n) try {
+  SIMGPU_ENTRY();
+  return Copy(P(dst), src, n, nullptr, true, HostWait::kAlways);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) try {
+  SIMGPU_ENTRY();
+  return Copy(dst, src, n, nullptr, false, HostWait::kNever);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) try {
+  SIMGPU_ENTRY();
+  return Copy(dst, src, n, nullptr, true, HostWait::kNever);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) try {
+  SIMGPU_ENTRY();
+  return Copy(dst, src, n, nullptr, false, HostWait::kIfHost);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) try {
+  SIMGPU_ENTRY();
+  return Copy(dst, src, n, nullptr, true, HostWait::kIfHost);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext, CUdeviceptr src, CUcontext,
+                                 size_t n) try {
+  SIMGPU_ENTRY();
+  return Copy(dst, src, n, nullptr, false, HostWait::kIfHost);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext, CUdeviceptr src, CUcontext,
+                                      size_t n) try {
+  SIMGPU_ENTRY();
+  return Copy(dst, src, n, nullptr, true, HostWait::kIfHost);
+}
+SIMGPU_CATCH
+
+// ---- Asynchronous copies. Pageable host memory makes them host-synchronous, as in CUDA. ----
+SIMGPU_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n,
+                                         CUstream s) try {
+  SIMGPU_ENTRY();
+  return Copy(dst, P(src), n, s, false, HostWait::kIfPageable);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void* src, size_t n,
+                                              CUstream s) try {
+  SIMGPU_ENTRY();
+  return Copy(dst, P(src), n, s, true, HostWait::kIfPageable);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream s) try {
+  SIMGPU_ENTRY();
+  return Copy(P(dst), src, n, s, false, HostWait::kIfPageable);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemcpyDtoHAsync_v2_ptsz(void* dst, CUdeviceptr src, size_t n,
+                                              CUstream s) try {
+  SIMGPU_ENTRY();
+  return Copy(P(dst), src, n, s, true, HostWait::kIfPageable);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n,
+                                         CUstream s) try {
+  SIMGPU_ENTRY();
+  return Copy(dst, src, n, s, false, HostWait::kNever);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n,
+                                              CUstream s) try {
+  SIMGPU_ENTRY();
+  return Copy(dst, src, n, s, true, HostWait::kNever);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) try {
+  SIMGPU_ENTRY();
+  return Copy(dst, src, n, s, false, HostWait::kIfPageable);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) try {
+  SIMGPU_ENTRY();
+  return Copy(dst, src, n, s, true, HostWait::kIfPageable);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext, CUdeviceptr src, CUcontext,
+                                      size_t n, CUstream s) try {
+  SIMGPU_ENTRY();
+  return Copy(dst, src, n, s, false, HostWait::kIfPageable);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext, CUdeviceptr src, CUcontext,
+                                           size_t n, CUstream s) try {
+  SIMGPU_ENTRY();
+  return Copy(dst, src, n, s, true, HostWait::kIfPageable);
+}
+SIMGPU_CATCH
+
+// ---- Memsets. ----
+SIMGPU_API CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n) try {
+  SIMGPU_ENTRY();
+  return Memset<unsigned char>(dst, v, n, nullptr, false, true);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemsetD8_v2_ptds(CUdeviceptr dst, unsigned char v, size_t n) try {
+  SIMGPU_ENTRY();
+  return Memset<unsigned char>(dst, v, n, nullptr, true, true);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemsetD16_v2(CUdeviceptr dst, unsigned short v, size_t n) try {
+  SIMGPU_ENTRY();
+  return Memset<unsigned short>(dst, v, n, nullptr, false, true);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemsetD16_v2_ptds(CUdeviceptr dst, unsigned short v, size_t n) try {
+  SIMGPU_ENTRY();
+  return Memset<unsigned short>(dst, v, n, nullptr, true, true);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int v, size_t n) try {
+  SIMGPU_ENTRY();
+  return Memset<unsigned int>(dst, v, n, nullptr, false, true);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemsetD32_v2_ptds(CUdeviceptr dst, unsigned int v, size_t n) try {
+  SIMGPU_ENTRY();
+  return Memset<unsigned int>(dst, v, n, nullptr, true, true);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) try {
+  SIMGPU_ENTRY();
+  return Memset<unsigned char>(dst, v, n, s, false, false);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemsetD8Async_ptsz(CUdeviceptr dst, unsigned char v, size_t n,
+                                         CUstream s) try {
+  SIMGPU_ENTRY();
+  return Memset<unsigned char>(dst, v, n, s, true, false);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short v, size_t n, CUstream s) try {
+  SIMGPU_ENTRY();
+  return Memset<unsigned short>(dst, v, n, s, false, false);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemsetD16Async_ptsz(CUdeviceptr dst, unsigned short v, size_t n,
+                                          CUstream s) try {
+  SIMGPU_ENTRY();
+  return Memset<unsigned short>(dst, v, n, s, true, false);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUstream s) try {
+  SIMGPU_ENTRY();
+  return Memset<unsigned int>(dst, v, n, s, false, false);
+}
+SIMGPU_CATCH
+SIMGPU_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int v, size_t n,
+                                          CUstream s) try {
+  SIMGPU_ENTRY();
+  return Memset<unsigned int>(dst, v, n, s, true, false);
+}
+SIMGPU_CATCH
