@@ -1,0 +1,265 @@
+// chameleon-train-sim end to end: the binary runs as a subprocess on simgpu's libcuda.so.1 and
+// its output (docs/trainer.md) is checked line by line.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct RunResult {
+  bool exited = false;  // false: killed by a signal
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Runs the trainer with `args`; `env` entries ("NAME=value") are added to a minimal
+/// environment whose LD_LIBRARY_PATH points at the simgpu build.
+RunResult RunTrainer(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
+                     const std::string& lib_dir = SIMGPU_LIB_DIR) {
+  char dir_template[] = "/tmp/train_sim_test.XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string out_path = dir + "/out", err_path = dir + "/err";
+  std::vector<std::string> argv_s = {TRAIN_SIM_BINARY};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<std::string> env_s = {"LD_LIBRARY_PATH=" + lib_dir, "PATH=/usr/bin:/bin"};
+  env_s.insert(env_s.end(), env.begin(), env.end());
+  std::vector<char*> argv, envp;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  for (auto& e : env_s) envp.push_back(e.data());
+  argv.push_back(nullptr);
+  envp.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(out, STDOUT_FILENO);
+    dup2(err, STDERR_FILENO);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  RunResult result;
+  result.exited = WIFEXITED(status);
+  result.code = result.exited ? WEXITSTATUS(status) : -WTERMSIG(status);
+  result.out = ReadFile(out_path);
+  result.err = ReadFile(err_path);
+  unlink(out_path.c_str());
+  unlink(err_path.c_str());
+  rmdir(dir.c_str());
+  return result;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+/// Lines starting with `prefix` (e.g. "checksum ").
+std::vector<std::string> LinesWith(const std::string& text, const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const auto& line : Lines(text)) {
+    if (line.rfind(prefix, 0) == 0) out.push_back(line);
+  }
+  return out;
+}
+
+/// "step N loss X" without the time, which legitimately differs between configurations.
+std::vector<std::string> Losses(const std::string& text) {
+  std::vector<std::string> out;
+  for (const auto& line : LinesWith(text, "step "))
+    out.push_back(line.substr(0, line.find(" time ")));
+  return out;
+}
+
+unsigned long long Peak(const std::string& text) {
+  const auto lines = LinesWith(text, "peak ");
+  return lines.size() == 1 ? std::stoull(lines[0].substr(5)) : 0;
+}
+
+std::string Checksum(const std::string& text) {
+  const auto lines = LinesWith(text, "checksum ");
+  return lines.size() == 1 ? lines[0] : "";
+}
+
+const std::vector<std::string> kSmall = {"--layers", "2", "--hidden", "64", "--seq",  "32",
+                                         "--batch",  "2", "--steps",  "6",  "--seed", "7"};
+
+std::vector<std::string> With(std::vector<std::string> base, std::vector<std::string> extra) {
+  base.insert(base.end(), extra.begin(), extra.end());
+  return base;
+}
+
+TEST(TrainerTest, ShouldPrintTheDocumentedFormatAndRepeatItExactly) {
+  const RunResult a = RunTrainer(kSmall);
+  ASSERT_TRUE(a.exited && a.code == 0) << a.err;
+  const auto steps = LinesWith(a.out, "step ");
+  ASSERT_EQ(steps.size(), 6u);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    int step = -1;
+    double loss = 0, time = 0;
+    ASSERT_EQ(std::sscanf(steps[i].c_str(), "step %d loss %lf time %lf", &step, &loss, &time), 3)
+        << steps[i];
+    EXPECT_EQ(step, static_cast<int>(i));
+    EXPECT_GT(loss, 0.0);
+    EXPECT_GT(time, 0.0);
+  }
+  int peak_words = 0;
+  for (const auto& line : Lines(a.out)) peak_words += line.find("peak") != std::string::npos;
+  EXPECT_EQ(peak_words, 1);
+  EXPECT_GT(Peak(a.out), 0u);
+  const std::string checksum = Checksum(a.out);
+  ASSERT_EQ(checksum.size(), std::string("checksum ").size() + 16) << checksum;
+  EXPECT_EQ(checksum.find_first_not_of("0123456789abcdef", 9), std::string::npos);
+
+  const RunResult b = RunTrainer(kSmall);
+  ASSERT_TRUE(b.exited && b.code == 0) << b.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST(TrainerTest, ShouldGiveDifferentResultsForADifferentSeed) {
+  const RunResult a = RunTrainer(kSmall);
+  std::vector<std::string> other_seed = kSmall;
+  other_seed.back() = "8";  // --seed 7 -> --seed 8
+  const RunResult b = RunTrainer(other_seed);
+  ASSERT_EQ(a.code, 0);
+  ASSERT_EQ(b.code, 0);
+  EXPECT_NE(Checksum(a.out), Checksum(b.out));
+  EXPECT_NE(Losses(a.out), Losses(b.out));
+}
+
+TEST(TrainerTest, RecomputeShouldKeepLossesAndChecksumAndLowerPeak) {
+  const RunResult plain = RunTrainer(kSmall);
+  const RunResult recompute = RunTrainer(With(kSmall, {"--recompute"}));
+  ASSERT_TRUE(plain.code == 0 && recompute.code == 0) << plain.err << recompute.err;
+  EXPECT_EQ(Losses(plain.out), Losses(recompute.out));
+  EXPECT_EQ(Checksum(plain.out), Checksum(recompute.out));
+  EXPECT_LT(Peak(recompute.out), Peak(plain.out));
+}
+
+TEST(TrainerTest, AllocationStylesShouldGiveIdenticalResults) {
+  const RunResult tensor = RunTrainer(With(kSmall, {"--alloc", "tensor"}));
+  ASSERT_EQ(tensor.code, 0) << tensor.err;
+  for (const char* style : {"caching", "expandable"}) {
+    const RunResult other = RunTrainer(With(kSmall, {"--alloc", style}));
+    ASSERT_EQ(other.code, 0) << style << ": " << other.err;
+    EXPECT_EQ(Losses(tensor.out), Losses(other.out)) << style;
+    EXPECT_EQ(Checksum(tensor.out), Checksum(other.out)) << style;
+    EXPECT_EQ(Peak(tensor.out), Peak(other.out)) << style;
+  }
+}
+
+TEST(TrainerTest, ChecksumShouldSeeOneCorruptedByteInDeviceMemory) {
+  const RunResult clean = RunTrainer(kSmall);
+  const RunResult mid = RunTrainer(With(kSmall, {"--corrupt-at-step", "3"}));
+  const RunResult end = RunTrainer(With(kSmall, {"--corrupt-at-step", "6"}));
+  ASSERT_TRUE(clean.code == 0 && mid.code == 0 && end.code == 0) << mid.err << end.err;
+  EXPECT_NE(Checksum(clean.out), Checksum(mid.out));
+  EXPECT_NE(Checksum(clean.out), Checksum(end.out));
+  // Before the corruption nothing differs; the end-of-run corruption changes only the checksum.
+  const auto clean_losses = Losses(clean.out);
+  const auto mid_losses = Losses(mid.out);
+  EXPECT_EQ(std::vector<std::string>(clean_losses.begin(), clean_losses.begin() + 3),
+            std::vector<std::string>(mid_losses.begin(), mid_losses.begin() + 3));
+  EXPECT_EQ(clean_losses, Losses(end.out));
+}
+
+TEST(TrainerTest, OutOfMemoryShouldExitCleanlyWithAClearMessage) {
+  // Device memory at half the trainer's own peak: weights fit, activations do not.
+  const std::vector<std::string> args = {"--layers", "2",       "--hidden", "64",      "--seq",
+                                         "64",       "--batch", "8",        "--steps", "2"};
+  const RunResult unlimited = RunTrainer(args);
+  ASSERT_EQ(unlimited.code, 0) << unlimited.err;
+  const std::string limit = "SIMGPU_MEMORY=" + std::to_string(Peak(unlimited.out) / 2);
+  for (const char* style : {"tensor", "caching", "expandable"}) {
+    const RunResult r = RunTrainer(With(args, {"--alloc", style}), {limit});
+    EXPECT_TRUE(r.exited) << style << " died from signal " << -r.code;
+    EXPECT_NE(r.code, 0) << style;
+    EXPECT_NE(r.err.find("out of memory"), std::string::npos) << style << ": " << r.err;
+    EXPECT_TRUE(LinesWith(r.out, "checksum ").empty()) << style;
+  }
+}
+
+TEST(TrainerTest, ShouldFailCleanlyWithoutADriver) {
+  const RunResult r = RunTrainer(kSmall, {}, "/nonexistent");
+  EXPECT_TRUE(r.exited);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("libcuda.so.1"), std::string::npos) << r.err;
+}
+
+TEST(TrainerTest, ShouldRejectInvalidOptions) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--alloc", "magic"},
+                                               {"--hidden", "96"},
+                                               {"--layers", "0"},
+                                               {"--steps", "2", "--corrupt-at-step", "3"},
+                                               {"--bogus"}}) {
+    const RunResult r = RunTrainer(args);
+    EXPECT_TRUE(r.exited);
+    EXPECT_NE(r.code, 0) << args[0];
+    EXPECT_TRUE(r.out.empty()) << args[0];
+  }
+}
+
+// Expected shifts from the schedule documented in docs/trainer.md, computed independently of the
+// trainer: branch on in odd K-phases, optimizer skipped at N % K == K/2 in every third phase.
+std::set<int> ExpectedShifts(int k, int steps) {
+  auto variant = [k](int n) {
+    const bool aux = (n / k) % 2 == 1;
+    const bool skip = n % k == k / 2 && (n / k) % 3 == 2;
+    return aux * 2 + skip;
+  };
+  std::set<int> shifts;
+  for (int n = 1; n < steps; ++n) {
+    if (variant(n) != variant(n - 1)) shifts.insert(n);
+  }
+  return shifts;
+}
+
+TEST(TrainerTest, DynamicShouldPrintEveryOpSequenceShift) {
+  const RunResult r = RunTrainer({"--layers", "1", "--hidden", "32", "--seq", "16", "--batch", "2",
+                                  "--steps", "26", "--dynamic", "4"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::set<int> shifts;
+  for (const auto& line : LinesWith(r.out, "shift at step "))
+    shifts.insert(std::stoi(line.substr(14)));
+  const std::set<int> expected = ExpectedShifts(4, 26);
+  EXPECT_EQ(shifts, expected);
+  EXPECT_TRUE(expected.count(4) && expected.count(8) && expected.count(10) && expected.count(11));
+  EXPECT_EQ(LinesWith(r.out, "step ").size(), 26u);
+
+  const RunResult fixed = RunTrainer(
+      {"--layers", "1", "--hidden", "32", "--seq", "16", "--batch", "2", "--steps", "26"});
+  ASSERT_EQ(fixed.code, 0) << fixed.err;
+  EXPECT_TRUE(LinesWith(fixed.out, "shift").empty());
+}
+
+TEST(TrainerTest, DynamicWithRecomputeShouldMatchDynamicAlone) {
+  const std::vector<std::string> args = {"--layers", "2", "--hidden", "32", "--seq",     "16",
+                                         "--batch",  "2", "--steps",  "12", "--dynamic", "3"};
+  const RunResult plain = RunTrainer(args);
+  const RunResult recompute = RunTrainer(With(args, {"--recompute", "--alloc", "caching"}));
+  ASSERT_TRUE(plain.code == 0 && recompute.code == 0) << plain.err << recompute.err;
+  EXPECT_EQ(Losses(plain.out), Losses(recompute.out));
+  EXPECT_EQ(Checksum(plain.out), Checksum(recompute.out));
+  EXPECT_EQ(LinesWith(plain.out, "shift"), LinesWith(recompute.out, "shift"));
+}
+
+}  // namespace

@@ -1,0 +1,45 @@
+// Command line of chameleon-train-sim (docs/trainer.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "allocator.h"
+
+namespace chameleon::train_sim {
+
+/// Tokens are bytes: a 256-entry vocabulary.
+inline constexpr int kVocab = 256;
+
+struct Options {
+  int layers = 2;
+  int hidden = 64;
+  int seq = 32;
+  int batch = 4;
+  int steps = 10;
+  std::uint64_t seed = 1;
+  bool recompute = false;
+  int dynamic = 0;  ///< K: auxiliary branch toggles every K steps; 0 = static
+  AllocStyle alloc = AllocStyle::kTensor;
+  int corrupt_at_step = -1;  ///< test hook: flip a weight byte before step N (N == steps: at end)
+
+  // Derived.
+  int heads = 1;
+  int head_dim = 64;
+};
+
+/// Result of parsing: exit code to return at once (help, usage error) or -1 to run.
+struct ParseResult {
+  int exit_code = -1;
+};
+
+/// Parses and validates argv; prints help or a clear error itself.
+ParseResult ParseOptions(int argc, char** argv, Options* options);
+
+/// Schedule of --dynamic K (documented in docs/trainer.md): the auxiliary branch is on in odd
+/// K-step phases; the optimizer step is skipped (as after a loss-scaling overflow) at step
+/// N % K == K / 2 of every third phase.
+bool AuxBranchOn(const Options& options, int step);
+bool SkipOptimizerStep(const Options& options, int step);
+
+}  // namespace chameleon::train_sim
