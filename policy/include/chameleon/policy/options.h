@@ -1,0 +1,45 @@
+// Parameters of the swap-policy generator (policy/generator.h) and the candidate configurations
+// the daemon tries during its GEN_POLICY stage.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace chameleon::policy {
+
+/// Knobs of one policy generation. Plain value type; thread-compatible.
+struct GeneratorOptions {
+  /// Device memory the iteration must fit in (bytes). Required: 0 is rejected.
+  std::uint64_t device_limit_bytes = 0;
+  /// Device -> host (and host -> device) link bandwidth, bytes per second. The default is a
+  /// PCIe 4.0 x16 link's practical copy rate.
+  double host_bandwidth_bytes_per_s = 25e9;
+  /// Congestion factor: the fraction of the nominal bandwidth a transfer really gets when it
+  /// overlaps compute (DMA contends with kernels for memory bandwidth). In (0, 1].
+  double link_efficiency = 0.8;
+  /// PCIe is full duplex: swap-outs and swap-ins use separate capacity. When false they share one.
+  bool full_duplex = true;
+  /// C in score = N̂_MRE + C·Ŝ (both normalised to [0, 1] over the candidates).
+  double size_weight = 0.7;
+  /// A swap-in must finish this fraction of its transfer time before the use (safety margin
+  /// against jitter in the per-layer time estimate).
+  double prefetch_margin = 0.1;
+  /// Tensors smaller than this are not worth a transfer (PCIe needs large copies to reach its
+  /// bandwidth; per-copy overhead dominates below ~1 MiB).
+  std::uint64_t min_swap_bytes = 1ull << 20;
+  /// Also swap tensors that live across iterations (parameters, optimizer state) between their
+  /// last use and their first use in the next iteration. The only swaps possible in a
+  /// forward-only iteration, where nothing is re-read later in the same iteration.
+  bool cross_iteration = true;
+  /// Logical layers per phase; 0 = Profile::layers_hint, or kDefaultLayersPerPhase when that is 0.
+  std::uint32_t layers_per_phase = 0;
+};
+
+/// Used when neither the options nor the profile say how many layers the model has.
+inline constexpr std::uint32_t kDefaultLayersPerPhase = 32;
+
+/// `count` configurations for GEN_POLICY: the base first, then variations of the size weight C
+/// and the prefetch margin (the two knobs whose best value depends on the workload). Deterministic.
+std::vector<GeneratorOptions> CandidateConfigs(const GeneratorOptions& base, std::uint32_t count);
+
+}  // namespace chameleon::policy

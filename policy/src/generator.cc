@@ -1,0 +1,139 @@
+#include "chameleon/policy/generator.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "chameleon/policy/candidates.h"
+#include "chameleon/policy/memory.h"
+#include "chameleon/policy/phases.h"
+#include "infeasibility.h"
+#include "search.h"
+
+namespace chameleon::policy {
+namespace {
+
+std::string CheckOptions(const GeneratorOptions& o) {
+  if (o.device_limit_bytes == 0) return "device_limit_bytes must be set";
+  if (o.device_limit_bytes > (1ull << 62)) return "device_limit_bytes beyond 2^62";
+  if (!(o.host_bandwidth_bytes_per_s > 0) || !std::isfinite(o.host_bandwidth_bytes_per_s)) {
+    return "host_bandwidth_bytes_per_s must be positive";
+  }
+  if (!(o.link_efficiency > 0 && o.link_efficiency <= 1)) return "link_efficiency not in (0, 1]";
+  if (!(o.size_weight >= 0) || !std::isfinite(o.size_weight)) return "size_weight must be >= 0";
+  if (!(o.prefetch_margin >= 0) || !std::isfinite(o.prefetch_margin)) {
+    return "prefetch_margin must be >= 0";
+  }
+  return {};
+}
+
+std::uint32_t LayersPerPhase(const Profile& profile, const GeneratorOptions& options) {
+  if (options.layers_per_phase > 0) return options.layers_per_phase;
+  if (profile.layers_hint > 0) return profile.layers_hint;
+  return kDefaultLayersPerPhase;
+}
+
+std::vector<std::uint64_t> MemoryAfter(const std::vector<std::uint64_t>& before,
+                                       const std::vector<PlannedSwap>& swaps) {
+  const std::size_t n = before.size();
+  std::vector<std::int64_t> diff(n + 1, 0);
+  const auto off = [&](std::size_t first, std::size_t end, std::int64_t bytes) {
+    diff[first] -= bytes;
+    diff[end] += bytes;
+  };
+  for (const PlannedSwap& s : swaps) {
+    const auto bytes = static_cast<std::int64_t>(s.bytes);
+    // [free_from, in_start) in the coordinates of two iterations, folded onto one.
+    if (s.in_start_op <= n) {
+      off(s.free_from_op, s.in_start_op, bytes);
+    } else if (s.free_from_op >= n) {
+      off(s.free_from_op - n, s.in_start_op - n, bytes);
+    } else {
+      off(s.free_from_op, n, bytes);
+      off(0, s.in_start_op - n, bytes);
+    }
+  }
+  std::vector<std::uint64_t> after(before.size());
+  std::int64_t delta = 0;
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    delta += diff[i];
+    after[i] = static_cast<std::uint64_t>(static_cast<std::int64_t>(before[i]) + delta);
+  }
+  return after;
+}
+
+void Summarise(Plan* plan) {
+  plan->memory_after = MemoryAfter(plan->memory_before, plan->swaps);
+  plan->predicted_peak_bytes =
+      *std::max_element(plan->memory_after.begin(), plan->memory_after.end());
+  double stall = 0;
+  for (const PlannedSwap& s : plan->swaps) stall += s.stall_s;
+  plan->predicted_stall_s = stall;
+  plan->predicted_iteration_s = plan->iteration_s + stall;
+}
+
+GenerateResult Fail(GenerateStatus status, std::string message) {
+  GenerateResult result;
+  result.status = status;
+  result.message = std::move(message);
+  return result;
+}
+
+}  // namespace
+
+const char* ToString(GenerateStatus status) {
+  switch (status) {
+    case GenerateStatus::kOk:
+      return "ok";
+    case GenerateStatus::kInvalidProfile:
+      return "invalid profile";
+    case GenerateStatus::kInvalidOptions:
+      return "invalid options";
+    case GenerateStatus::kInfeasible:
+      return "infeasible";
+  }
+  return "unknown";
+}
+
+GenerateResult GeneratePlan(const Profile& profile, const GeneratorOptions& options) {
+  if (std::string problem = ValidateProfile(profile); !problem.empty()) {
+    return Fail(GenerateStatus::kInvalidProfile, std::move(problem));
+  }
+  if (std::string problem = CheckOptions(options); !problem.empty()) {
+    return Fail(GenerateStatus::kInvalidOptions, std::move(problem));
+  }
+  GenerateResult result;
+  Plan& plan = result.plan;
+  plan.device_limit_bytes = options.device_limit_bytes;
+  plan.iteration_s = profile.iteration_s;
+  plan.phases = DetectPhases(profile);
+  plan.grid = BuildLayers(plan.phases, profile.iteration_s, LayersPerPhase(profile, options));
+  plan.memory_before = ReplayMemory(profile);
+  plan.peak_before_bytes = *std::max_element(plan.memory_before.begin(), plan.memory_before.end());
+
+  const std::size_t n = profile.ops.size();
+  std::vector<std::int64_t> excess(n);
+  std::vector<std::uint32_t> mre_prefix(n + 1, 0);
+  const auto limit = static_cast<std::int64_t>(options.device_limit_bytes);
+  for (std::size_t i = 0; i < n; ++i) {
+    excess[i] = static_cast<std::int64_t>(plan.memory_before[i]) - limit;
+    mre_prefix[i + 1] = mre_prefix[i] + (excess[i] > 0 ? 1 : 0);
+  }
+  detail::SearchOutcome best;
+  best.max_excess = static_cast<std::int64_t>(plan.peak_before_bytes) - limit;
+  if (best.max_excess > 0) {
+    best = detail::SearchSwaps(FindCandidates(profile, plan.grid, mre_prefix, options), plan.grid,
+                               excess, options);
+  }
+  plan.swaps = std::move(best.swaps);
+  Summarise(&plan);
+  if (best.max_excess > 0) {
+    result.status = GenerateStatus::kInfeasible;
+    result.infeasibility = detail::ExplainInfeasibility(profile, plan, options);
+    result.message = detail::InfeasibilityMessage(profile, result.infeasibility);
+    plan.swaps.clear();  // never hand out a plan that does not fit
+    Summarise(&plan);
+  }
+  return result;
+}
+
+}  // namespace chameleon::policy

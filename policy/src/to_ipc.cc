@@ -1,0 +1,49 @@
+#include <algorithm>
+
+#include "chameleon/policy/anchors.h"
+#include "chameleon/policy/generator.h"
+#include "chameleon/policy/matcher.h"
+
+namespace chameleon::policy {
+
+ipc::Policy ToIpcPolicy(const Plan& plan, const Profile& profile) {
+  ipc::Policy policy;
+  policy.summary.stage = static_cast<std::uint32_t>(ipc::Stage::kGenPolicy);
+  policy.summary.device_limit_bytes = plan.device_limit_bytes;
+  policy.summary.predicted_peak_bytes = plan.predicted_peak_bytes;
+  policy.summary.predicted_iteration_s = plan.predicted_iteration_s;
+  policy.summary.predicted_stall_s = plan.predicted_stall_s;
+  policy.summary.iteration_ops = profile.ops.size();
+  if (plan.swaps.empty()) return policy;
+  const std::vector<OpAnchor> anchors = AnchorOps(profile);
+  const std::vector<TensorFeatures> features = ComputeFeatures(profile);
+  std::vector<PlannedSwap> swaps = plan.swaps;
+  // The shim walks entries in trigger order; equal swap-out ops keep a stable, tensor order.
+  std::sort(swaps.begin(), swaps.end(), [](const PlannedSwap& a, const PlannedSwap& b) {
+    return a.out_after_op != b.out_after_op ? a.out_after_op < b.out_after_op : a.tensor < b.tensor;
+  });
+  policy.entries.reserve(swaps.size());
+  const std::size_t n = profile.ops.size();
+  // Ops >= n are the next iteration's: the anchor is the same (token, occurrence).
+  const auto anchor = [&](std::uint32_t op) { return anchors[op % n]; };
+  for (const PlannedSwap& s : swaps) {
+    const TensorFeatures& f = features[s.tensor];
+    ipc::SwapEntry e{};
+    e.match_key = f.match_key;
+    e.bytes = s.bytes;
+    e.use_count = f.use_count;
+    e.token_tag = f.token_tag;
+    e.out_token = anchor(s.out_after_op).token;
+    e.out_occurrence = anchor(s.out_after_op).occurrence;
+    e.in_token = anchor(s.in_start_op).token;
+    e.in_occurrence = anchor(s.in_start_op).occurrence;
+    e.use_token = anchor(s.use_op).token;
+    e.use_occurrence = anchor(s.use_op).occurrence;
+    e.tier = static_cast<std::uint16_t>(s.tier);
+    e.helper = s.helper;
+    policy.entries.push_back(e);
+  }
+  return policy;
+}
+
+}  // namespace chameleon::policy
