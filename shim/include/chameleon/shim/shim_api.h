@@ -1,0 +1,46 @@
+// The few functions libchameleon.so exports besides the driver API and dlsym (all prefixed
+// chameleon_). Tests, benchmarks and tools look them up with dlsym; a program never needs them.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Counters of the shim in this process. Fields are only appended; `struct_bytes` says how many
+/// the library filled.
+struct ChameleonShimStats {
+  uint64_t struct_bytes;
+  uint64_t mode;       ///< 0 uninitialised, 1 pass-through, 2 tracking
+  uint64_t connected;  ///< 1 while attached to a daemon
+  uint64_t client_id;  ///< from WELCOME
+  uint64_t connects;   ///< successful handshakes so far
+  uint64_t records_written;
+  uint64_t records_dropped;   ///< ring full or producer lock busy
+  uint64_t allocations_live;  ///< entries in the allocation table
+  uint64_t bytes_live;        ///< device bytes live, all devices
+  uint64_t bytes_peak;
+  uint64_t lookup_give_ups;  ///< hot-path lookups that lost to a writer repeatedly
+  uint64_t iterations;       ///< boundary signatures seen
+  uint64_t detail_done_seq;
+  uint64_t policy_generation;
+  uint64_t active_captures;
+  uint64_t daemon_disabled;  ///< 1 while the daemon's control_flags say kControlDisabled
+};
+
+/// Calls of the exported entry point `symbol` (exact exported name) made in this process through
+/// the shim; 0 for names the shim does not export.
+uint64_t chameleon_shim_call_count(const char* symbol);
+/// Fills `out` (up to `bytes`); returns 0, or -1 on a null argument.
+int chameleon_shim_get_stats(struct ChameleonShimStats* out, size_t bytes);
+/// Live and peak device bytes the shim counted for `device`; -1 when out of range.
+int chameleon_shim_device_bytes(int device, uint64_t* live, uint64_t* peak);
+
+typedef uint64_t (*ChameleonShimCallCountFn)(const char*);
+typedef int (*ChameleonShimGetStatsFn)(struct ChameleonShimStats*, size_t);
+
+#ifdef __cplusplus
+}
+#endif

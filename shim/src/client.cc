@@ -1,0 +1,296 @@
+#include "client.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "chameleon/ipc/policy_blob.h"
+#include "chameleon/ipc/segment.h"
+#include "chameleon/ipc/socket_protocol.h"
+#include "chameleon/ipc/unix_socket.h"
+#include "device_facts.h"
+#include "log.h"
+#include "runtime.h"
+
+namespace chameleon::shim {
+namespace {
+
+// How often the thread wakes while connected: heartbeat, counters, control flags, mailbox.
+// 10 ms keeps a policy or disable request effective within one typical training step.
+constexpr auto kTick = std::chrono::milliseconds(10);
+// Waiting for WELCOME from the background thread (never the application's time).
+constexpr int kBackgroundHandshakeMs = 1000;
+constexpr int kFirstRetryMs = 50;
+
+std::uint64_t NowNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+class Client {
+ public:
+  explicit Client(Runtime* rt) : rt_(rt) {}
+
+  /// Connect + HELLO + WELCOME within `timeout_ms`. True when attached.
+  bool TryConnect(int timeout_ms);
+  void Run();
+  void Disconnect(const char* why);
+  void NoteExit() {
+    ipc::SegmentHeader* h = header_.load(std::memory_order_acquire);
+    if (h != nullptr) h->client_exited.store(1, std::memory_order_release);
+  }
+  void ForgetAfterFork() {
+    if (sock_ >= 0) ::close(sock_);
+    sock_ = -1;
+    header_.store(nullptr, std::memory_order_relaxed);
+    segment_ = ipc::Segment();  // unmaps the child's view only
+  }
+  ClientStatus Status() {
+    ClientStatus s;
+    s.connected = header_.load(std::memory_order_acquire) != nullptr;
+    s.client_id = client_id_.load(std::memory_order_relaxed);
+    s.connects = connects_.load(std::memory_order_relaxed);
+    s.policy_generation = generation_.load(std::memory_order_relaxed);
+    return s;
+  }
+
+ private:
+  void Tick();
+  bool PeerClosed();
+  void PollPolicy();
+  void Attach();
+
+  Runtime* rt_;
+  int sock_ = -1;  // owned by the thread (and the first, synchronous attempt before it exists)
+  ipc::Segment segment_;
+  ipc::PolicyMailboxReader mailbox_;
+  std::atomic<ipc::SegmentHeader*> header_{nullptr};
+  std::atomic<std::uint32_t> client_id_{0};
+  std::atomic<std::uint64_t> connects_{0};
+  std::atomic<std::uint64_t> generation_{0};
+  std::uint64_t heartbeat_interval_ns_ = 0;
+  std::uint64_t last_heartbeat_ns_ = 0;
+};
+
+std::atomic<Client*> g_client{nullptr};  // set once per process (and again in a fork child)
+
+bool Client::TryConnect(int timeout_ms) {
+  const std::uint64_t deadline = NowNs() + static_cast<std::uint64_t>(timeout_ms) * 1000000ull;
+  const int fd = ipc::ConnectUnix(rt_->config.socket_path, timeout_ms);
+  if (fd < 0) return false;
+  ipc::SegmentGeometry geometry;
+  geometry.ring_capacity = rt_->config.ring_bytes;
+  ipc::Segment segment;
+  const ipc::SegmentError err = ipc::Segment::Create(geometry, &segment);
+  if (err != ipc::SegmentError::kOk) {
+    Log(LogLevel::kWarn, "cannot create the shared segment: %s", ipc::ToString(err));
+    ::close(fd);
+    return false;
+  }
+  ipc::Hello hello;
+  hello.fixed.layout_major = ipc::kLayoutMajor;
+  hello.fixed.layout_minor = ipc::kLayoutMinor;
+  hello.fixed.pid = static_cast<std::int32_t>(::getpid());
+  hello.fixed.segment_bytes = segment.bytes();
+  hello.devices = GatherDeviceFacts(rt_->driver.aux);
+  hello.fixed.device_count = static_cast<std::uint32_t>(hello.devices.size());
+  std::vector<std::uint8_t> bytes;
+  ipc::EncodeHello(hello, &bytes);
+  if (ipc::SendWithFd(fd, bytes, segment.fd()) != 0) {
+    ::close(fd);
+    return false;
+  }
+  const std::uint64_t now = NowNs();
+  const int left_ms = now >= deadline ? 0 : static_cast<int>((deadline - now) / 1000000ull);
+  ipc::MessageHeader header{};
+  std::vector<std::uint8_t> payload;
+  int received_fd = -1;
+  ipc::DecodeError derr = ipc::DecodeError::kOk;
+  const int rc =
+      ipc::ReceiveMessage(fd, std::max(left_ms, 1), &header, &payload, &received_fd, &derr);
+  if (received_fd >= 0) ::close(received_fd);
+  ipc::Welcome welcome{};
+  if (rc != 0 || header.type != static_cast<std::uint16_t>(ipc::MessageType::kWelcome) ||
+      ipc::DecodeWelcome(payload, &welcome) != ipc::DecodeError::kOk) {
+    if (rc == 0 && header.type == static_cast<std::uint16_t>(ipc::MessageType::kRefuse)) {
+      ipc::RefuseReason reason{};
+      std::string text;
+      ipc::DecodeRefuse(payload, &reason, &text);
+      Log(LogLevel::kWarn, "daemon refused this process: %s", text.c_str());
+    }
+    ::close(fd);
+    return false;
+  }
+  sock_ = fd;
+  segment_ = std::move(segment);
+  segment_.CloseFd();  // the daemon holds its own reference now
+  client_id_.store(welcome.client_id, std::memory_order_relaxed);
+  heartbeat_interval_ns_ = welcome.heartbeat_interval_ns;
+  Attach();
+  connects_.fetch_add(1, std::memory_order_relaxed);
+  Log(LogLevel::kInfo, "connected to %s as client %u", rt_->config.socket_path.c_str(),
+      welcome.client_id);
+  return true;
+}
+
+void Client::Attach() {
+  ipc::SegmentHeader* h = segment_.header();
+  h->client_heartbeat_ns.store(NowNs(), std::memory_order_relaxed);
+  mailbox_ = segment_.mailbox_reader();
+  rt_->kernels.AttachNames(segment_.name_writer(), true, &h->names_dropped);
+  std::lock_guard<std::mutex> lock(rt_->tracker_mu);
+  rt_->telemetry.Attach(h, segment_.ring_producer(), [&] {
+    // The daemon learns the allocations made before it was there, oldest first.
+    rt_->table.ForEach([&](const AllocationState& s) {
+      ipc::AllocRecord r{};
+      r.id = s.id;
+      r.address = s.address;
+      r.bytes = s.bytes;
+      r.stream = s.stream;
+      r.device = s.device;
+      r.kind = s.kind;
+      r.swappable = (s.flags.load(std::memory_order_relaxed) & kNeverSwap) ? 0 : 1;
+      rt_->telemetry.PushAnnounceLocked(&r);
+    });
+  });
+  header_.store(h, std::memory_order_release);
+}
+
+void Client::Disconnect(const char* why) {
+  Log(LogLevel::kInfo, "daemon connection closed (%s); running on, retrying in background", why);
+  header_.store(nullptr, std::memory_order_release);
+  rt_->telemetry.Detach();  // no producer touches the ring after this
+  rt_->kernels.AttachNames(ipc::NameTableWriter(), false, nullptr);
+  rt_->daemon_disabled.store(false, std::memory_order_relaxed);
+  if (sock_ >= 0) ::close(sock_);
+  sock_ = -1;
+  mailbox_ = ipc::PolicyMailboxReader();
+  segment_ = ipc::Segment();
+}
+
+bool Client::PeerClosed() {
+  pollfd p{sock_, POLLIN, 0};
+  const int n = ::poll(&p, 1, 0);
+  if (n <= 0) return false;
+  if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) return true;
+  // The daemon sends nothing after WELCOME today; read and ignore anything it does send.
+  char buf[256];
+  const ssize_t got = ::recv(sock_, buf, sizeof(buf), MSG_DONTWAIT);
+  return got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+void Client::PollPolicy() {
+  const ipc::ReadResult r = mailbox_.Poll();
+  if (r == ipc::ReadResult::kCorrupt) {
+    Log(LogLevel::kWarn, "policy mailbox is corrupt; ignoring it");
+    return;
+  }
+  if (r != ipc::ReadResult::kNew) return;
+  ipc::Policy policy;
+  const ipc::BlobError err = ipc::DecodePolicy(mailbox_.blob(), &policy);
+  if (err != ipc::BlobError::kOk) {
+    Log(LogLevel::kWarn, "rejected policy generation %llu: %s",
+        static_cast<unsigned long long>(mailbox_.generation()), ipc::ToString(err));
+    return;
+  }
+  rt_->telemetry.SetBoundary(policy.boundary);
+  generation_.store(policy.summary.generation, std::memory_order_relaxed);
+  segment_.header()->policy_generation_applied.store(policy.summary.generation,
+                                                     std::memory_order_relaxed);
+  if (rt_->config.debug_seqchange) {
+    std::string sig;
+    for (std::uint32_t t : policy.boundary) {
+      std::string name = rt_->kernels.NameOf(t);
+      sig += name.empty() ? std::to_string(t) : name;
+      sig += ' ';
+    }
+    Log(LogLevel::kWarn,
+        "seqchange: policy generation %llu stage %u, %llu ops/iteration, boundary [%s]",
+        static_cast<unsigned long long>(policy.summary.generation), policy.summary.stage,
+        static_cast<unsigned long long>(policy.summary.iteration_ops), sig.c_str());
+  }
+}
+
+void Client::Tick() {
+  ipc::SegmentHeader* h = segment_.header();
+  const std::uint64_t now = NowNs();
+  if (now - last_heartbeat_ns_ >= std::min<std::uint64_t>(heartbeat_interval_ns_, 10000000ull)) {
+    h->client_heartbeat_ns.store(now, std::memory_order_relaxed);
+    last_heartbeat_ns_ = now;
+  }
+  h->records_written.store(rt_->telemetry.written(), std::memory_order_relaxed);
+  h->records_dropped.store(rt_->telemetry.dropped(), std::memory_order_relaxed);
+  h->device_bytes_live.store(rt_->total_live.load(std::memory_order_relaxed),
+                             std::memory_order_relaxed);
+  h->device_bytes_peak.store(rt_->total_peak.load(std::memory_order_relaxed),
+                             std::memory_order_relaxed);
+  const std::uint32_t flags = h->control_flags.load(std::memory_order_acquire);
+  rt_->daemon_disabled.store((flags & ipc::kControlDisabled) != 0, std::memory_order_relaxed);
+  const std::uint32_t request = h->detail_request_seq.load(std::memory_order_acquire);
+  rt_->telemetry.SetDetailRequest((flags & ipc::kControlDetailedIteration) ? request : 0);
+  PollPolicy();
+}
+
+void Client::Run() {
+  std::mutex mu;
+  std::condition_variable cv;  // a timer: nothing notifies it, the thread lives as long as us
+  int backoff_ms = kFirstRetryMs;
+  std::uint64_t next_try = NowNs();
+  for (;;) {
+    if (sock_ < 0) {
+      if (NowNs() >= next_try) {
+        if (TryConnect(kBackgroundHandshakeMs)) {
+          backoff_ms = kFirstRetryMs;
+        } else {
+          next_try = NowNs() + static_cast<std::uint64_t>(backoff_ms) * 1000000ull;
+          backoff_ms = std::min(backoff_ms * 2, rt_->config.retry_max_ms);
+        }
+      }
+    } else if (PeerClosed()) {
+      Disconnect("peer closed");
+      next_try = NowNs() + static_cast<std::uint64_t>(kFirstRetryMs) * 1000000ull;
+    } else {
+      Tick();
+    }
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, kTick);
+  }
+}
+
+}  // namespace
+
+void StartClient(Runtime* rt) {
+  auto* client = new Client(rt);  // lives as long as the process
+  g_client.store(client, std::memory_order_release);
+  if (rt->config.connect_timeout_ms > 0) client->TryConnect(rt->config.connect_timeout_ms);
+  std::thread([client] { client->Run(); }).detach();
+}
+
+void ClientForgetAfterFork() {
+  Client* client = g_client.load(std::memory_order_acquire);
+  if (client != nullptr) client->ForgetAfterFork();
+  g_client.store(nullptr, std::memory_order_release);  // leaked on purpose (parent's locks)
+}
+
+ClientStatus GetClientStatus() {
+  Client* client = g_client.load(std::memory_order_acquire);
+  return client != nullptr ? client->Status() : ClientStatus{};
+}
+
+void ClientNoteExit() {
+  Client* client = g_client.load(std::memory_order_acquire);
+  if (client != nullptr) client->NoteExit();
+}
+
+}  // namespace chameleon::shim

@@ -1,0 +1,29 @@
+// Settings read once from the environment at initialisation (never on the hot path).
+// Every variable is documented in docs/shim.md. Invalid values are reported and replaced by the
+// default; nothing here can fail the host program.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace chameleon::shim {
+
+struct Config {
+  bool disabled = false;                      ///< CHAMELEON_DISABLE=1: pure pass-through
+  std::string real_libcuda = "libcuda.so.1";  ///< CHAMELEON_REAL_LIBCUDA
+  std::string socket_path;              ///< CHAMELEON_SOCKET (default ipc::kDefaultSocketPath)
+  int connect_timeout_ms = 5;           ///< CHAMELEON_CONNECT_TIMEOUT_MS: first, synchronous try
+  int retry_max_ms = 2000;              ///< CHAMELEON_RETRY_MS: longest background retry interval
+  std::uint64_t ring_bytes = 4u << 20;  ///< CHAMELEON_RING_BYTES (power of two)
+  bool debug_seqchange = false;         ///< CHAMELEON_DEBUG contains "seqchange"
+  bool debug_stats = false;             ///< CHAMELEON_DEBUG contains "stats": summary at exit
+  bool telemetry = true;                ///< CHAMELEON_TELEMETRY=0 keeps only the tracking
+};
+
+/// Reads the environment (getenv: init only).
+Config LoadConfig();
+
+/// Parses a non-negative decimal integer with an upper bound; false on anything else.
+bool ParseBoundedInt(const char* text, std::uint64_t max, std::uint64_t* out);
+
+}  // namespace chameleon::shim

@@ -1,0 +1,41 @@
+// Allocation bookkeeping shared by the memory wrappers: the allocation table, per-device live and
+// peak bytes, AllocRecord/FreeRecord emission, VMM handles and never-swap marks. Slow path
+// (allocation calls), serialised by Runtime::tracker_mu so ids follow ring order.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda.h>
+
+#include "chameleon/ipc/event_records.h"
+#include "runtime.h"
+
+namespace chameleon::shim {
+
+/// Allocations below this are never swapped (the VMM granularity the executor will use).
+inline constexpr std::uint64_t kSwapGranularity = 2ull << 20;
+
+/// Device of the calling thread's current context (0 when unknown). Cached per thread.
+std::uint16_t CurrentDevice(const Runtime& rt);
+/// The calling thread switched contexts (cuCtxSetCurrent, push/pop, create, destroy).
+void InvalidateCurrentDevice();
+
+/// A new live allocation [address, address + bytes) on `device`.
+void TrackAlloc(Runtime& rt, std::uint64_t address, std::uint64_t bytes, ipc::AllocKind kind,
+                std::uint64_t stream, std::uint16_t device, bool counts_device_bytes);
+/// The allocation starting at `address` is gone. Unknown addresses are ignored.
+void TrackFree(Runtime& rt, std::uint64_t address, std::uint64_t stream, bool counts_device_bytes);
+
+/// VMM: physical handles (device bytes) and mappings (the "tensors").
+void TrackVmmCreate(Runtime& rt, CUmemGenericAllocationHandle handle, std::uint64_t bytes,
+                    std::uint16_t device);
+void TrackVmmRelease(Runtime& rt, CUmemGenericAllocationHandle handle);
+void TrackVmmMap(Runtime& rt, std::uint64_t address, std::uint64_t bytes,
+                 CUmemGenericAllocationHandle handle);
+void TrackVmmUnmap(Runtime& rt, std::uint64_t address, std::uint64_t bytes);
+
+/// IPC / shareable export: the allocation (or every mapping of the handle) must never move.
+void MarkNeverSwapAddress(Runtime& rt, std::uint64_t address);
+void MarkNeverSwapHandle(Runtime& rt, CUmemGenericAllocationHandle handle);
+
+}  // namespace chameleon::shim
