@@ -1,0 +1,186 @@
+#include "swap/chunk_pool.h"
+
+#include <algorithm>
+
+namespace chameleon::shim::swap {
+
+FencePool::~FencePool() {
+  for (Fence* f : all_) {
+    if (f->event) api_->event_destroy(f->event);
+    delete f;
+  }
+}
+
+Fence* FencePool::Record(CUstream stream) {
+  Fence* f = nullptr;
+  if (!free_.empty()) {
+    f = free_.back();
+    free_.pop_back();
+  } else {
+    CUevent ev = nullptr;
+    // Timing off: these events only order work, and timing-enabled events cost more to record.
+    if (api_->event_create(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return nullptr;
+    f = new Fence;
+    f->event = ev;
+    all_.push_back(f);
+  }
+  if (api_->event_record(f->event, stream) != CUDA_SUCCESS) {
+    free_.push_back(f);
+    return nullptr;
+  }
+  f->refs = 1;
+  return f;
+}
+
+void FencePool::Unref(Fence* f) {
+  if (f && --f->refs == 0) free_.push_back(f);
+}
+
+bool FencePool::Done(const Fence* f) const {
+  return f == nullptr || api_->event_query(f->event) == CUDA_SUCCESS;
+}
+
+ChunkPool::ChunkPool(const DriverApi* api, FencePool* fences, SwapCounters* counters, int device,
+                     std::size_t chunk_bytes, std::uint64_t limit_bytes)
+    : api_(api),
+      fences_(fences),
+      counters_(counters),
+      device_(device),
+      chunk_bytes_(chunk_bytes),
+      limit_bytes_(limit_bytes) {}
+
+ChunkPool::~ChunkPool() {
+  // The engine has unmapped everything and drained its streams before destroying the pool.
+  for (Chunk& c : chunks_) {
+    if (c.handle) api_->mem_release(c.handle);
+    fences_->Unref(c.fence);
+  }
+}
+
+bool ChunkPool::CreateChunk(std::uint32_t* chunk) {
+  if (created_bytes_ + chunk_bytes_ > limit_bytes_) return false;
+  CUmemAllocationProp prop = {};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device_;
+  CUmemGenericAllocationHandle h = 0;
+  counters_->Add(counters_->vmm_calls);
+  if (api_->mem_create(&h, chunk_bytes_, &prop, 0) != CUDA_SUCCESS) return false;
+  counters_->Add(counters_->chunk_creates);
+  created_bytes_ += chunk_bytes_;
+  counters_->chunk_bytes.store(created_bytes_, std::memory_order_relaxed);
+  std::uint32_t id;
+  if (!dead_.empty()) {
+    id = dead_.back();
+    dead_.pop_back();
+  } else {
+    id = static_cast<std::uint32_t>(chunks_.size());
+    chunks_.emplace_back();
+  }
+  chunks_[id] = Chunk{h, nullptr, chunks_[id].epoch + 1, -1};
+  *chunk = id;
+  return true;
+}
+
+void ChunkPool::RemoveFromPool(std::uint32_t chunk) {
+  Chunk& c = chunks_[chunk];
+  const auto pos = static_cast<std::size_t>(c.pool_pos);
+  pool_[pos] = pool_.back();
+  chunks_[pool_[pos]].pool_pos = static_cast<std::int64_t>(pos);
+  pool_.pop_back();
+  c.pool_pos = -1;
+}
+
+CUresult ChunkPool::Take(std::uint32_t n, CUstream wait_stream, std::vector<std::uint32_t>* out) {
+  const std::uint64_t can_create =
+      limit_bytes_ > created_bytes_ ? (limit_bytes_ - created_bytes_) / chunk_bytes_ : 0;
+  if (pool_.size() + can_create < n) return CUDA_ERROR_OUT_OF_MEMORY;
+  const std::size_t first = out->size();
+  Fence* last_waited = nullptr;
+  std::uint64_t reused = 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    std::uint32_t id;
+    if (!pool_.empty()) {
+      id = pool_.back();
+      RemoveFromPool(id);
+      ++reused;
+      // Consecutive chunks usually share the fence of the swap-out that freed them: one wait.
+      Fence* f = chunks_[id].fence;
+      if (f && f != last_waited) {
+        api_->stream_wait_event(wait_stream, f->event, 0);
+        last_waited = f;
+      }
+    } else if (!CreateChunk(&id)) {
+      // The driver refused below our limit (other memory in use): put back what we took, with
+      // the fences they carried (a later taker on another stream must still wait on them).
+      for (std::size_t k = out->size(); k-- > first;) {
+        Chunk& c = chunks_[(*out)[k]];
+        c.pool_pos = static_cast<std::int64_t>(pool_.size());
+        pool_.push_back((*out)[k]);
+      }
+      out->resize(first);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    out->push_back(id);
+  }
+  counters_->Add(counters_->chunk_reuses, reused);
+  // Committed: the taker's stream now waits on every fence; drop them and start a new epoch.
+  for (std::size_t k = first; k < out->size(); ++k) {
+    Chunk& c = chunks_[(*out)[k]];
+    fences_->Unref(c.fence);
+    c.fence = nullptr;
+    ++c.epoch;
+  }
+  return CUDA_SUCCESS;
+}
+
+void ChunkPool::Release(const std::vector<std::uint32_t>& chunks, Fence* fence,
+                        std::vector<std::uint64_t>* epochs) {
+  if (epochs) epochs->clear();
+  for (std::uint32_t id : chunks) {
+    Chunk& c = chunks_[id];
+    if (fence) FencePool::Ref(fence);
+    c.fence = fence;
+    c.pool_pos = static_cast<std::int64_t>(pool_.size());
+    pool_.push_back(id);
+    if (epochs) epochs->push_back(c.epoch);
+  }
+}
+
+bool ChunkPool::Reclaim(const std::vector<std::uint32_t>& chunks,
+                        const std::vector<std::uint64_t>& epochs) {
+  if (chunks.size() != epochs.size()) return false;
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const Chunk& c = chunks_[chunks[i]];
+    if (c.pool_pos < 0 || c.epoch != epochs[i]) return false;
+  }
+  for (std::uint32_t id : chunks) {
+    RemoveFromPool(id);
+    Chunk& c = chunks_[id];
+    ++c.epoch;
+    fences_->Unref(c.fence);
+    c.fence = nullptr;
+  }
+  return true;
+}
+
+std::uint64_t ChunkPool::Trim() {
+  std::uint64_t released = 0;
+  for (std::size_t i = pool_.size(); i-- > 0;) {
+    const std::uint32_t id = pool_[i];
+    Chunk& c = chunks_[id];
+    if (!fences_->Done(c.fence)) continue;
+    RemoveFromPool(id);
+    fences_->Unref(c.fence);
+    counters_->Add(counters_->vmm_calls);
+    api_->mem_release(c.handle);
+    c = Chunk{0, nullptr, c.epoch + 1, -1};
+    dead_.push_back(id);
+    created_bytes_ -= chunk_bytes_;
+    released += chunk_bytes_;
+  }
+  counters_->chunk_bytes.store(created_bytes_, std::memory_order_relaxed);
+  return released;
+}
+
+}  // namespace chameleon::shim::swap

@@ -1,0 +1,106 @@
+// Physical device memory for VA-stable allocations: fixed-size chunks from cuMemCreate, pooled
+// and reused under event ordering, with a cap on physical bytes.
+//
+// Why fixed-size chunks (default = the VMM granularity, 2 MiB): any released chunk fits any later
+// allocation or swap-in, so a stable working set reaches a steady state with zero cuMemCreate /
+// cuMemRelease whatever the mix of tensor sizes (whole-allocation chunks would only be reusable
+// by tensors of the same rounded size, and fragment). The price is one cuMemMap per chunk on
+// map; a bigger chunk size (options) trades that against rounding waste.
+//
+// Event ordering. A chunk enters the pool with a Fence: an event recorded on the stream of the
+// last work that used it (the swap-out copy, or the stream of a stream-ordered free). Whoever
+// takes it makes its own stream wait on that fence (cuStreamWaitEvent) before any write: the
+// host never polls. Fences are refcounted (one event can cover many chunks) and recycled.
+//
+// Not thread-safe: owned by SwapEngine, used under its mutex.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "swap/counters.h"
+#include "swap/driver_api.h"
+
+namespace chameleon::shim::swap {
+
+/// A recorded event shared by the chunks (or the allocation) whose reuse must wait for it.
+struct Fence {
+  CUevent event = nullptr;
+  std::uint32_t refs = 0;
+};
+
+/// Creates and recycles Fences. Not thread-safe.
+class FencePool {
+ public:
+  FencePool(const DriverApi* api) : api_(api) {}
+  ~FencePool();
+  FencePool(const FencePool&) = delete;
+  FencePool& operator=(const FencePool&) = delete;
+
+  /// A fence recorded on `stream` now, with one reference. Null if the driver refused.
+  Fence* Record(CUstream stream);
+  static void Ref(Fence* f) { ++f->refs; }
+  void Unref(Fence* f);
+  /// True when the fence's work has completed (cuEventQuery == CUDA_SUCCESS).
+  bool Done(const Fence* f) const;
+
+ private:
+  const DriverApi* api_;
+  std::vector<Fence*> all_;
+  std::vector<Fence*> free_;
+};
+
+class ChunkPool {
+ public:
+  ChunkPool(const DriverApi* api, FencePool* fences, SwapCounters* counters, int device,
+            std::size_t chunk_bytes, std::uint64_t limit_bytes);
+  ~ChunkPool();
+  ChunkPool(const ChunkPool&) = delete;
+  ChunkPool& operator=(const ChunkPool&) = delete;
+
+  std::size_t chunk_bytes() const { return chunk_bytes_; }
+  std::uint64_t limit_bytes() const { return limit_bytes_; }
+  std::uint64_t created_bytes() const { return created_bytes_; }
+  std::size_t pooled() const { return pool_.size(); }
+
+  /// Takes `n` chunks, all or nothing: pooled ones first (LIFO), then new ones while the limit
+  /// allows. `wait_stream` is made to wait on the fences of reused chunks. CUDA_ERROR_OUT_OF_MEMORY
+  /// when the limit (or the driver) refuses: the caller evicts and retries.
+  CUresult Take(std::uint32_t n, CUstream wait_stream, std::vector<std::uint32_t>* out);
+  /// Returns chunks to the pool, reusable once `fence` completes (a reference per chunk is
+  /// taken). `epochs` receives each chunk's epoch, for Reclaim.
+  void Release(const std::vector<std::uint32_t>& chunks, Fence* fence,
+               std::vector<std::uint64_t>* epochs);
+  /// Takes back exactly these chunks if none was reused since Release (epochs unchanged): their
+  /// contents are then intact. All or nothing.
+  bool Reclaim(const std::vector<std::uint32_t>& chunks, const std::vector<std::uint64_t>& epochs);
+  CUmemGenericAllocationHandle handle(std::uint32_t chunk) const { return chunks_[chunk].handle; }
+  /// Releases (cuMemRelease) pooled chunks whose fence has completed. Returns bytes released.
+  std::uint64_t Trim();
+
+ private:
+  struct Chunk {
+    CUmemGenericAllocationHandle handle = 0;
+    Fence* fence = nullptr;      // while pooled: wait on this before writing
+    std::uint64_t epoch = 0;     // bumped on every Take
+    std::int64_t pool_pos = -1;  // index in pool_, -1 when in use
+  };
+  void RemoveFromPool(std::uint32_t chunk);
+  bool CreateChunk(std::uint32_t* chunk);
+
+  const DriverApi* api_;
+  FencePool* fences_;
+  SwapCounters* counters_;
+  int device_;
+  std::size_t chunk_bytes_;
+  std::uint64_t limit_bytes_;
+  std::uint64_t created_bytes_ = 0;
+  std::vector<Chunk> chunks_;        // every chunk ever created (index = id)
+  std::vector<std::uint32_t> pool_;  // free chunk ids, LIFO
+  std::vector<std::uint32_t> dead_;  // ids of released chunks, for reuse of the slot
+};
+
+}  // namespace chameleon::shim::swap

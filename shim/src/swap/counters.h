@@ -1,0 +1,57 @@
+// The executor's counters. Written by the executor (relaxed atomics: each is an independent
+// monotonic count or gauge), read by the shim's publisher and by tests from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "chameleon/ipc/segment_layout.h"
+
+namespace chameleon::shim::swap {
+
+/// Thread-safe: every field is an atomic updated with relaxed ordering.
+struct SwapCounters {
+  // --- published in SegmentHeader slot 5 (same names) ---
+  std::atomic<std::uint64_t> swap_out_bytes{0};
+  std::atomic<std::uint64_t> swap_in_bytes{0};    ///< bytes copied host -> device
+  std::atomic<std::uint64_t> stall_count{0};      ///< host waits by the executor (see stall_ns)
+  std::atomic<std::uint64_t> stall_ns{0};         ///< wall time of those waits
+  std::atomic<std::uint64_t> prefetch_hits{0};    ///< swap-in complete when its consumer arrived
+  std::atomic<std::uint64_t> host_pool_bytes{0};  ///< pinned bytes held by the host pool (gauge)
+  std::atomic<std::uint64_t> vmm_calls{0};        ///< every driver VMM call the executor made
+  // --- executor detail (docs/executor.md) ---
+  std::atomic<std::uint64_t> prefetch_misses{0};  ///< consumer had to wait on the device
+  std::atomic<std::uint64_t> chunk_creates{0};    ///< cuMemCreate (pool miss)
+  std::atomic<std::uint64_t> chunk_reuses{0};     ///< chunk taken from the pool
+  std::atomic<std::uint64_t> chunk_bytes{0};      ///< physical bytes created (gauge, <= limit)
+  std::atomic<std::uint64_t> unmaps{0};           ///< deferred unmaps performed
+  std::atomic<std::uint64_t> forced_unmaps{0};    ///< unmaps done on a swap-in (counted stalls)
+  std::atomic<std::uint64_t> reclaims{0};        ///< swap-ins served by the still-intact old chunks
+  std::atomic<std::uint64_t> evictions{0};       ///< OOM evictions (closest-size rule)
+  std::atomic<std::uint64_t> fault_ins{0};       ///< safety-net synchronous swap-ins
+  std::atomic<std::uint64_t> host_pool_full{0};  ///< swap-outs refused by the host cap
+  std::atomic<std::uint64_t> policy_ignored{0};  ///< policy entries that matched nothing live
+  std::atomic<std::uint64_t> policy_generation{0};  ///< generation in force
+
+  void Add(std::atomic<std::uint64_t>& c, std::uint64_t v = 1) {
+    c.fetch_add(v, std::memory_order_relaxed);
+  }
+  static std::uint64_t Get(const std::atomic<std::uint64_t>& c) {
+    return c.load(std::memory_order_relaxed);
+  }
+
+  /// Copies the slot-5 fields into the segment header (client side).
+  void PublishTo(ipc::SegmentHeader* h) const {
+    constexpr auto r = std::memory_order_relaxed;
+    h->swap_out_bytes.store(Get(swap_out_bytes), r);
+    h->swap_in_bytes.store(Get(swap_in_bytes), r);
+    h->stall_count.store(Get(stall_count), r);
+    h->stall_ns.store(Get(stall_ns), r);
+    h->prefetch_hits.store(Get(prefetch_hits), r);
+    h->host_pool_bytes.store(Get(host_pool_bytes), r);
+    h->vmm_calls.store(Get(vmm_calls), r);
+    h->policy_generation_applied.store(Get(policy_generation), r);
+  }
+};
+
+}  // namespace chameleon::shim::swap

@@ -1,0 +1,181 @@
+// PolicyRunner on simgpu: triggers fire at (token, occurrence) anchors, inserted ops do not move
+// them, unmatched or freed entries are ignored, generations change only at iteration boundaries.
+#include <map>
+
+#include "sim_fixture.h"
+#include "swap/policy_runner.h"
+
+namespace swap_test {
+namespace {
+
+using sw::AllocId;
+using sw::Residency;
+
+std::uint64_t C(const std::atomic<std::uint64_t>& c) { return c.load(); }
+
+constexpr std::uint32_t kFwd = 10, kBwd = 20, kNoise = 30;
+
+chameleon::ipc::SwapEntry Entry(std::uint64_t key, std::uint32_t out_occ, std::uint32_t in_occ,
+                                std::uint32_t use_occ) {
+  chameleon::ipc::SwapEntry e{};
+  e.match_key = key;
+  e.out_token = kFwd;
+  e.out_occurrence = out_occ;
+  e.in_token = kBwd;
+  e.in_occurrence = in_occ;
+  e.use_token = kBwd;
+  e.use_occurrence = use_occ;
+  return e;
+}
+
+chameleon::ipc::Policy MakePolicy(std::uint64_t generation,
+                                  std::vector<chameleon::ipc::SwapEntry> entries) {
+  chameleon::ipc::Policy p;
+  p.summary.generation = generation;
+  p.entries = std::move(entries);
+  return p;
+}
+
+class RunnerTest : public SwapFixture {
+ protected:
+  void SetUp() override {
+    SwapFixture::SetUp();
+    StartEngine();
+    runner_ = std::make_unique<sw::PolicyRunner>(
+        engine_.get(), &counters_, [this](const chameleon::ipc::SwapEntry& e) -> AllocId {
+          auto it = keys_.find(e.match_key);
+          return it == keys_.end() ? 0 : it->second;
+        });
+  }
+  /// One op: BeforeOp, (nothing to launch), AfterOp; returns the tensor's state after it.
+  Residency Op(std::uint32_t token, AllocId watch) {
+    const std::uint32_t occ = runner_->BeforeOp(token, compute_);
+    runner_->AfterOp(token, occ, compute_);
+    return engine_->State(watch);
+  }
+  std::unique_ptr<sw::PolicyRunner> runner_;
+  std::map<std::uint64_t, AllocId> keys_;
+};
+
+TEST_F(RunnerTest, TriggersFireAtTheirAnchors) {
+  CUdeviceptr p = 0;
+  AllocId id = 0;
+  ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
+  keys_[0xA] = id;
+  runner_->SetPolicy(MakePolicy(1, {Entry(0xA, 1, 0, 1)}));
+  runner_->BeginIteration();
+  EXPECT_EQ(Op(kFwd, id), Residency::kResident);    // fwd#0
+  EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);  // fwd#1: last use -> out
+  EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);  // fwd#2
+  EXPECT_EQ(Op(kBwd, id), Residency::kResident);    // bwd#0: swap-in starts before it
+  EXPECT_EQ(C(counters_.prefetch_hits) + C(counters_.prefetch_misses), 0u);
+  EXPECT_EQ(Op(kBwd, id), Residency::kResident);  // bwd#1: the consumer waits
+  EXPECT_EQ(counters_.prefetch_hits.load() + counters_.prefetch_misses.load(), 1u);
+  EXPECT_EQ(C(counters_.policy_ignored), 0u);
+}
+
+TEST_F(RunnerTest, InsertedOpsDoNotShiftTheTriggers) {
+  CUdeviceptr p = 0;
+  AllocId id = 0;
+  ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
+  keys_[0xA] = id;
+  runner_->SetPolicy(MakePolicy(1, {Entry(0xA, 1, 0, 1)}));
+  runner_->BeginIteration();
+  EXPECT_EQ(Op(kNoise, id), Residency::kResident);
+  EXPECT_EQ(Op(kFwd, id), Residency::kResident);
+  EXPECT_EQ(Op(kNoise, id), Residency::kResident);
+  EXPECT_EQ(Op(kNoise, id), Residency::kResident);
+  EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);
+  EXPECT_EQ(Op(kNoise, id), Residency::kSwappedOut);
+  EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);
+  EXPECT_EQ(Op(kNoise, id), Residency::kSwappedOut);
+  EXPECT_EQ(Op(kBwd, id), Residency::kResident);
+  // The next iteration counts occurrences afresh.
+  runner_->BeginIteration();
+  EXPECT_EQ(Op(kFwd, id), Residency::kResident);
+  EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);
+}
+
+TEST_F(RunnerTest, AnEntryThatMatchesNothingIsIgnored) {
+  CUdeviceptr p = 0;
+  AllocId id = 0;
+  ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
+  runner_->SetPolicy(MakePolicy(1, {Entry(0xBAD, 0, 0, 1)}));  // no such key
+  runner_->BeginIteration();
+  for (std::uint32_t t : {kFwd, kFwd, kBwd, kBwd}) EXPECT_EQ(Op(t, id), Residency::kResident);
+  EXPECT_EQ(C(counters_.policy_ignored), 1u);  // once per entry and iteration, not per trigger
+}
+
+TEST_F(RunnerTest, AnEntryNamingAFreedTensorIsIgnored) {
+  CUdeviceptr p = 0, q = 0;
+  AllocId id = 0, live = 0;
+  ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
+  ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &q, &live));
+  keys_[0xA] = id;
+  keys_[0xB] = live;
+  ASSERT_CU(engine_->Free(id, compute_));
+  runner_->SetPolicy(MakePolicy(1, {Entry(0xA, 0, 0, 1), Entry(0xB, 0, 0, 1)}));
+  runner_->BeginIteration();
+  EXPECT_EQ(Op(kFwd, live), Residency::kSwappedOut);  // the live entry still works
+  EXPECT_EQ(Op(kBwd, live), Residency::kResident);
+  EXPECT_EQ(Op(kBwd, live), Residency::kResident);
+  EXPECT_EQ(C(counters_.policy_ignored), 1u);
+  ASSERT_CU(ctx_sync_());
+}
+
+TEST_F(RunnerTest, ANewGenerationTakesEffectOnlyAtTheBoundary) {
+  CUdeviceptr p = 0;
+  AllocId id = 0;
+  ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
+  keys_[0xA] = id;
+  runner_->SetPolicy(MakePolicy(1, {Entry(0xA, 1, 0, 1)}));
+  runner_->BeginIteration();
+  EXPECT_EQ(runner_->generation(), 1u);
+  EXPECT_EQ(Op(kFwd, id), Residency::kResident);
+  runner_->SetPolicy(MakePolicy(2, {Entry(0xA, 0, 1, 2)}));  // would fire at fwd#0
+  EXPECT_EQ(runner_->generation(), 1u);
+  EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);  // still generation 1's anchor
+  EXPECT_EQ(Op(kBwd, id), Residency::kResident);
+  runner_->BeginIteration();
+  EXPECT_EQ(runner_->generation(), 2u);
+  EXPECT_EQ(C(counters_.policy_generation), 2u);
+  EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);  // generation 2: out after fwd#0
+  EXPECT_EQ(Op(kBwd, id), Residency::kSwappedOut);  // in before bwd#1 now
+  EXPECT_EQ(Op(kBwd, id), Residency::kResident);
+}
+
+TEST_F(RunnerTest, DataSurvivesPolicyDrivenSwappingAcrossIterations) {
+  CUdeviceptr a = 0;
+  AllocId ida = 0;
+  ASSERT_CU(engine_->Allocate(4 * kMiB, compute_, &a, &ida));
+  keys_[0xA] = ida;
+  runner_->SetPolicy(MakePolicy(1, {Entry(0xA, 0, 0, 1)}));
+  for (int it = 0; it < 3; ++it) {
+    runner_->BeginIteration();
+    // fwd#0 produces A; A goes out after it.
+    std::uint32_t occ = runner_->BeforeOp(kFwd, compute_);
+    ASSERT_CU(Fill(a, 4 * kMiB, 100 + it, compute_));
+    runner_->AfterOp(kFwd, occ, compute_);
+    // fwd#1: a temporary takes A's chunks and scribbles on them.
+    occ = runner_->BeforeOp(kFwd, compute_);
+    CUdeviceptr t = 0;
+    AllocId idt = 0;
+    ASSERT_CU(engine_->Allocate(4 * kMiB, compute_, &t, &idt));
+    ASSERT_CU(Fill(t, 4 * kMiB, 7, compute_));
+    ASSERT_CU(engine_->Free(idt, compute_));
+    runner_->AfterOp(kFwd, occ, compute_);
+    // bwd#0 prefetches, bwd#1 consumes A on the compute stream.
+    occ = runner_->BeforeOp(kBwd, compute_);
+    runner_->AfterOp(kBwd, occ, compute_);
+    occ = runner_->BeforeOp(kBwd, compute_);
+    ASSERT_CU(Check(a, 4 * kMiB, 100 + it, compute_, it));
+    runner_->AfterOp(kBwd, occ, compute_);
+    ASSERT_CU(ctx_sync_());  // the loss.item() of a training step
+    EXPECT_EQ(results_[it], 0u) << "iteration " << it;
+  }
+  EXPECT_EQ(C(counters_.swap_out_bytes), 3 * 4 * kMiB);
+  EXPECT_EQ(C(counters_.swap_in_bytes), 3 * 4 * kMiB);
+}
+
+}  // namespace
+}  // namespace swap_test
