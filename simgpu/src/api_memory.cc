@@ -29,18 +29,21 @@ CUresult CurrentDevice(Device** out) {
   return CUDA_SUCCESS;
 }
 
-// Stream-ordered allocation: usable at once (simgpu has no pool reuse to order); an allocation
-// that does not fit first waits for queued cuMemFreeAsync work, as the driver's pools may.
+// Stream-ordered allocation (docs/simgpu.md): bytes of frees still pending on the same stream
+// are taken over first. An allocation that does not fit then waits for the frees pending on other
+// streams (as the driver's pools may), and as a last resort for everything, before failing.
 CUresult AllocAsync(CUdeviceptr* dptr, std::size_t bytes, MemPool* pool, CUstream h, bool pt) {
   if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   Stream* s = nullptr;
   SIMGPU_TRY(ResolveStream(h, pt, &s));
   if (!pool) pool = DefaultPool(s->ctx()->device->ordinal);
   Device* dev = TheDriver()->devices[static_cast<std::size_t>(pool->device)].get();
-  CUresult r = AllocDevice(dev, bytes, pool, dptr);
-  if (r == CUDA_ERROR_OUT_OF_MEMORY && dev->pending_free.load() > 0) {
-    SynchronizeAll();
-    r = AllocDevice(dev, bytes, pool, dptr);
+  CUresult r = AllocDevice(dev, bytes, pool, dptr, s);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY && WaitForPendingFrees(pool->device, s))
+    r = AllocDevice(dev, bytes, pool, dptr, s);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY && dev->pending_plain_free.load() > 0) {
+    SynchronizeAll();  // cuMemFreeAsync of plain cuMemAlloc memory, which no pool tracks
+    r = AllocDevice(dev, bytes, pool, dptr, s);
   }
   return r;
 }
@@ -57,12 +60,27 @@ CUresult FreeAsync(CUdeviceptr ptr, CUstream h, bool pt) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   Device* dev = TheDriver()->devices[static_cast<std::size_t>(r.device)].get();
-  dev->pending_free.fetch_add(r.charged);
+  auto* pool = static_cast<MemPool*>(r.pool);
   OpSpec op;
+  if (pool) {
+    // Reusable by later allocations on s from now on; the free uncharges what is left over.
+    const std::uint64_t id = pool->AddPending(dev, s, r.charged);
+    op.work = [r, dev, pool, id] {
+      munmap(reinterpret_cast<void*>(r.base), r.size);
+      pool->CompletePending(dev, id);
+    };
+    SIMGPU_TRY(s->Submit(std::move(op)));
+    std::uint64_t vtime = 0;
+    const std::uint64_t seq = s->Tail(&vtime);
+    pool->Publish(id, seq, vtime);
+    return CUDA_SUCCESS;
+  }
+  dev->pending_free.fetch_add(r.charged);  // plain cuMemAlloc memory: no pool to reuse it
+  dev->pending_plain_free.fetch_add(r.charged);
   op.work = [r, dev] {
     munmap(reinterpret_cast<void*>(r.base), r.size);
     dev->Uncharge(r.charged);
-    if (auto* pool = static_cast<MemPool*>(r.pool)) pool->used.fetch_sub(r.charged);
+    dev->pending_plain_free.fetch_sub(r.charged);
     dev->pending_free.fetch_sub(r.charged);
   };
   return s->Submit(std::move(op));
@@ -88,9 +106,12 @@ CUresult HostAlloc(void** pp, std::size_t bytes) {
 
 namespace chameleon::simgpu {
 
-CUresult AllocDevice(Device* dev, std::size_t bytes, MemPool* pool, CUdeviceptr* out) {
+CUresult AllocDevice(Device* dev, std::size_t bytes, MemPool* pool, CUdeviceptr* out,
+                     Stream* stream) {
   const std::size_t charge = RoundUp(bytes, kAllocAlign);
-  if (!dev->Charge(charge)) return CUDA_ERROR_OUT_OF_MEMORY;
+  const bool ok =
+      pool && stream ? pool->ChargeStreamOrdered(dev, stream, charge) : dev->Charge(charge);
+  if (!ok) return CUDA_ERROR_OUT_OF_MEMORY;
   void* p = mmap(nullptr, charge, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) {

@@ -1,6 +1,5 @@
-// Stream-ordered memory pools. simgpu's pools do not cache: a freed block returns to the device
-// at once, so only the accounting attributes carry information.
-#include <mutex>
+// Stream-ordered memory pools (handles and attributes; the reuse logic is in pool.cc). simgpu's
+// pools do not cache executed frees: those bytes return to the device at once.
 #include <vector>
 
 #include "api.h"
@@ -52,14 +51,9 @@ SIMGPU_API CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* pr
     return CUDA_ERROR_INVALID_VALUE;
   Device* dev = nullptr;
   SIMGPU_TRY(GetDevice(props->location.id, &dev));
-  static std::mutex mu;
-  static auto* all = new std::vector<MemPool*>;  // never freed: stale handles stay readable
-  auto* p = new MemPool;
-  {
-    std::lock_guard lock(mu);
-    all->push_back(p);
-  }
+  auto* p = new MemPool;  // never freed: stale handles stay readable
   p->device = dev->ordinal;
+  RegisterPool(p);
   *pool = reinterpret_cast<CUmemoryPool>(p);
   return CUDA_SUCCESS;
 }

@@ -59,7 +59,8 @@ struct Device {
   std::uint64_t capacity = 0;
   std::atomic<std::uint64_t> live{0};
   std::atomic<std::uint64_t> peak{0};
-  std::atomic<std::uint64_t> pending_free{0};  ///< cuMemFreeAsync bytes not yet executed
+  std::atomic<std::uint64_t> pending_free{0};        ///< cuMemFreeAsync bytes not yet executed
+  std::atomic<std::uint64_t> pending_plain_free{0};  ///< of which cuMemAlloc'd (no pool)
   VirtualClock frontier;  ///< max end time of any work submitted to this device
   Context* primary = nullptr;
   Link h2d, d2h;
