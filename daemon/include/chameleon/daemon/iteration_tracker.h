@@ -1,0 +1,83 @@
+// Cuts a client's op stream into iterations at the boundary signature, compares each iteration
+// with the previous one and steps the stage machine.
+//
+// The signature is matched on the stream as it arrives. Ops are handed to the comparator with a
+// delay of (signature length - 1) so that a new iteration starts with the signature's first op.
+// Two repairs keep a few percent of inserted or removed ops from looking like shifts: a signature
+// occurrence less than half an iteration after the last cut is an inserted op, not a boundary;
+// an iteration twice as long as the previous one (within the tolerance) lost its boundary op and
+// is discarded rather than compared.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "chameleon/daemon/bigram_similarity.h"
+#include "chameleon/daemon/options.h"
+#include "chameleon/daemon/stage_machine.h"
+
+namespace chameleon::daemon {
+
+/// One finished iteration.
+struct IterationEvent {
+  std::uint64_t index = 0;  ///< 1 = the first iteration cut
+  std::uint64_t ops = 0;
+  IterationComparison comparison;
+  StageStep step;
+  bool discarded = false;  ///< lost boundary: merged with its successor, not compared
+};
+
+/// Not thread-safe. Movable, so a worker thread can build one from a history snapshot.
+class IterationTracker {
+ public:
+  static constexpr std::size_t kMaxSignature = 8;
+  static constexpr std::size_t kShiftLog = 256;
+
+  IterationTracker(std::vector<std::uint32_t> signature, const DetectionOptions& options);
+
+  /// Feeds one op token; true when it finished an iteration (see last_event()).
+  bool Add(std::uint32_t token);
+
+  const IterationEvent& last_event() const { return last_event_; }
+  const std::vector<std::uint32_t>& signature() const { return signature_; }
+  Stage stage() const { return machine_.stage(); }
+  std::uint64_t shifts() const { return machine_.shifts(); }
+  std::uint64_t iterations() const { return iterations_; }
+  std::uint64_t discarded() const { return discarded_; }
+  std::uint64_t ignored_matches() const { return ignored_matches_; }
+  /// Ops of the last iteration that was compared (0 before the first one finished).
+  std::uint64_t iteration_ops() const { return iteration_ops_; }
+  /// Index of the iteration at which the stage first became STABLE (0: not yet).
+  std::uint64_t first_stable_iteration() const { return first_stable_iteration_; }
+  /// Ops seen since the last cut (or since the start when nothing was cut yet).
+  std::uint64_t ops_since_boundary() const { return ops_since_boundary_; }
+  /// Iteration indices at which shifts were detected (the most recent kShiftLog).
+  const std::deque<std::uint64_t>& shift_log() const { return shift_log_; }
+
+ private:
+  bool Matches() const;
+  bool Cut();
+  void FeedOldestPending();
+
+  std::vector<std::uint32_t> signature_;
+  StabilityThresholds thresholds_;
+  double tolerance_;
+  IterationComparator comparator_;
+  StageMachine machine_;
+  std::array<std::uint32_t, kMaxSignature> pending_{};  // the last ops, not yet compared
+  std::size_t pending_size_ = 0;
+  bool started_ = false;
+  std::uint64_t iterations_ = 0;
+  std::uint64_t discarded_ = 0;
+  std::uint64_t ignored_matches_ = 0;
+  std::uint64_t iteration_ops_ = 0;
+  std::uint64_t ops_since_boundary_ = 0;
+  std::uint64_t first_stable_iteration_ = 0;
+  IterationEvent last_event_;
+  std::deque<std::uint64_t> shift_log_;
+};
+
+}  // namespace chameleon::daemon

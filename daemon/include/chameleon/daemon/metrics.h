@@ -1,0 +1,113 @@
+// The daemon's Prometheus metrics. Every family is registered once, at construction; per-client
+// series carry a `client` label whose value is the client's slot (reused when a client leaves),
+// so the number of series is bounded by max_clients however many processes come and go.
+// docs/metrics.md lists every metric. Thread-safe (prometheus-cpp metrics are atomic; the slot
+// table is only touched from the loop thread).
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace chameleon::daemon {
+
+/// Reasons counted in chameleon_daemon_bad_input_total{reason}.
+enum class BadInput : std::uint8_t {
+  kMalformedMessage,
+  kOversizedMessage,
+  kVersionMismatch,
+  kBadSegment,
+  kUnexpectedFd,
+  kRingCorrupt,
+  kBadRecord,
+  kNamesCorrupt,
+  kHeartbeatStale,
+  kTooManyClients,
+  kBadControl,
+  kPermissionDenied,
+  kCount,
+};
+const char* BadInputName(BadInput reason);
+
+/// The series of one client slot.
+struct SlotMetrics {
+  prometheus::Gauge* stage;
+  prometheus::Gauge* pid;
+  prometheus::Gauge* iteration_ops;
+  prometheus::Gauge* iteration_seconds;
+  prometheus::Counter* iterations;
+  prometheus::Counter* shifts;
+  prometheus::Counter* generations;
+  prometheus::Counter* drained;
+  prometheus::Counter* ops;
+  prometheus::Counter* dropped;
+  prometheus::Counter* repaired;
+  prometheus::Gauge* bytes_live;
+  prometheus::Gauge* bytes_peak;
+  prometheus::Counter* swap_out;
+  prometheus::Counter* swap_in;
+  prometheus::Counter* stall_seconds;
+  prometheus::Counter* prefetch_hits;
+  prometheus::Gauge* host_pool_bytes;
+};
+
+class Metrics {
+ public:
+  Metrics();
+
+  const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
+  /// The series of `slot`, created on first use and kept (bounded by the slot count).
+  SlotMetrics& Slot(std::uint32_t slot);
+  /// Sets the gauges of a slot whose client left to their idle values.
+  void ClearSlot(std::uint32_t slot);
+
+  prometheus::Gauge& clients() { return *clients_; }
+  prometheus::Counter& connections() { return *connections_; }
+  prometheus::Counter& disconnects() { return *disconnects_; }
+  prometheus::Counter& bad_input(BadInput reason) { return *bad_input_[static_cast<int>(reason)]; }
+  prometheus::Histogram& generation_seconds() { return *generation_seconds_; }
+  prometheus::Histogram& detection_seconds() { return *detection_seconds_; }
+
+  /// Text exposition of every family (what /metrics serves).
+  std::string Serialize() const;
+
+ private:
+  template <typename T>
+  using Family = prometheus::Family<T>;
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Gauge* clients_;
+  prometheus::Counter* connections_;
+  prometheus::Counter* disconnects_;
+  std::vector<prometheus::Counter*> bad_input_;
+  prometheus::Histogram* generation_seconds_;
+  prometheus::Histogram* detection_seconds_;
+  Family<prometheus::Gauge>* stage_;
+  Family<prometheus::Gauge>* pid_;
+  Family<prometheus::Gauge>* iteration_ops_;
+  Family<prometheus::Gauge>* iteration_seconds_;
+  Family<prometheus::Counter>* iterations_;
+  Family<prometheus::Counter>* shifts_;
+  Family<prometheus::Counter>* generations_;
+  Family<prometheus::Counter>* drained_;
+  Family<prometheus::Counter>* ops_;
+  Family<prometheus::Counter>* dropped_;
+  Family<prometheus::Counter>* repaired_;
+  Family<prometheus::Gauge>* bytes_live_;
+  Family<prometheus::Gauge>* bytes_peak_;
+  Family<prometheus::Counter>* swap_bytes_;
+  Family<prometheus::Counter>* stall_seconds_;
+  Family<prometheus::Counter>* prefetch_hits_;
+  Family<prometheus::Gauge>* host_pool_bytes_;
+  std::map<std::uint32_t, SlotMetrics> slots_;
+};
+
+}  // namespace chameleon::daemon

@@ -1,0 +1,55 @@
+// Every setting of chameleond with its built-in default. The daemon runs with no configuration at
+// all; command-line flags (and, later, the config file of the service packaging) override these.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chameleon/ipc/constants.h"
+
+namespace chameleon::daemon {
+
+/// Thresholds of the lightweight profiler, the stage machine and the boundary detector.
+struct DetectionOptions {
+  double similarity_threshold = 0.95;     ///< stable step: bigram cosine strictly above this ...
+  double length_change_threshold = 0.05;  ///< ... and relative length change strictly below this
+  int stage_m = 2;  ///< WARMUP -> GEN_POLICY after more than m stable steps (paper: 2)
+  int stage_n = 5;  ///< GEN_POLICY -> STABLE after more than n stable steps (paper: 5)
+  /// Periods a boundary must be confirmed over before it is accepted.
+  std::uint32_t min_periods = 3;
+  /// Shortest period accepted as an iteration: set-up phases repeat tiny patterns (a copy and a
+  /// kernel per weight) that are not the training loop.
+  std::uint32_t min_period_ops = 8;
+  /// Longest token n-gram tried as a boundary signature.
+  std::uint32_t max_gram = 8;
+  /// Relative deviation of a period from the median that still counts as "the same period";
+  /// covers a few percent of inserted or removed ops per iteration.
+  double gap_tolerance = 0.10;
+  /// Ops kept per client while no boundary is known (4 bytes each). Bounds the longest iteration
+  /// that can be detected to about max_history_ops / (min_periods + 1).
+  std::uint32_t max_history_ops = 1u << 20;
+  /// fnmatch(3) patterns on kernel names: a matching kernel is the iteration boundary and
+  /// automatic detection is skipped (for loops whose period is not visible in the op stream).
+  std::vector<std::string> boundary_patterns;
+};
+
+/// Settings of the daemon process.
+struct DaemonOptions {
+  std::string socket_path = ipc::kDefaultSocketPath;
+  std::uint32_t socket_mode = 0666;  ///< the service packaging narrows this to a group
+  /// HOST:PORT of the Prometheus endpoint; port 0 picks a free one; empty disables it.
+  std::string metrics_listen = "127.0.0.1:9464";
+  std::uint32_t max_clients = 256;  ///< also bounds the metric series (one label per slot)
+  std::uint32_t drain_interval_ms = 2;
+  std::uint32_t drain_batch_records = 65536;  ///< per client per tick, so one client cannot starve
+  std::uint32_t housekeeping_interval_ms = 100;        ///< heartbeats, metric copies, liveness
+  std::uint64_t heartbeat_interval_ns = 100'000'000;   ///< told to clients in WELCOME
+  std::uint64_t heartbeat_timeout_ns = 5'000'000'000;  ///< client heartbeat older than this: dead
+  std::uint64_t stuck_record_timeout_ns = 1'000'000'000;  ///< claimed record older: writer died
+  /// Stop on SIGINT/SIGTERM (chameleond sets it; embedded daemons in tests do not).
+  bool handle_signals = false;
+  DetectionOptions detection;
+};
+
+}  // namespace chameleon::daemon

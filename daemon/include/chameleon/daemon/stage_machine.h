@@ -1,0 +1,53 @@
+// The per-client stage machine of the paper's Algorithm 1.
+//
+// A sequence shift is any unstable step once the loop has been stable at least once: the op
+// sequence differs from the previous iteration's (the trainer's "shift at step N" has the same
+// meaning, so a branch switched on and off again is two shifts).
+// Any unstable step returns to WARMUP and resets the counter. In WARMUP, more than m consecutive
+// stable steps move to GEN_POLICY (counter reset: GEN_POLICY generates one candidate per step);
+// in GEN_POLICY, more than n further stable steps move to STABLE. With the paper's m = 2 and
+// n = 5 a steady loop is STABLE at its (m + n + 3)-th iteration (the first has nothing to be
+// compared with).
+#pragma once
+
+#include <cstdint>
+
+#include "chameleon/ipc/policy_blob.h"
+
+namespace chameleon::daemon {
+
+using Stage = ipc::Stage;
+
+/// "WARMUP", "GEN_POLICY" or "STABLE".
+const char* StageName(Stage stage);
+
+/// What one step did.
+struct StageStep {
+  Stage before = Stage::kWarmup;
+  Stage after = Stage::kWarmup;
+  bool shift = false;  ///< unstable step after the loop was first seen stable: a sequence shift
+  bool changed() const { return before != after; }
+};
+
+/// Not thread-safe.
+class StageMachine {
+ public:
+  StageMachine(int m, int n) : m_(m), n_(n) {}
+
+  /// Feeds the outcome of one comparison of adjacent iterations.
+  StageStep Step(bool stable);
+
+  Stage stage() const { return stage_; }
+  int stable_steps() const { return stable_steps_; }
+  std::uint64_t shifts() const { return shifts_; }
+
+ private:
+  int m_;
+  int n_;
+  Stage stage_ = Stage::kWarmup;
+  int stable_steps_ = 0;  // consecutive stable steps in the current stage
+  std::uint64_t shifts_ = 0;
+  bool seen_stable_ = false;  // unstable steps before the first stable one are warm-up, not shifts
+};
+
+}  // namespace chameleon::daemon

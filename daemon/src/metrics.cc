@@ -1,0 +1,199 @@
+#include "chameleon/daemon/metrics.h"
+
+#include <prometheus/text_serializer.h>
+
+#include <sstream>
+
+namespace chameleon::daemon {
+
+const char* BadInputName(BadInput reason) {
+  switch (reason) {
+    case BadInput::kMalformedMessage:
+      return "malformed_message";
+    case BadInput::kOversizedMessage:
+      return "oversized_message";
+    case BadInput::kVersionMismatch:
+      return "version_mismatch";
+    case BadInput::kBadSegment:
+      return "bad_segment";
+    case BadInput::kUnexpectedFd:
+      return "unexpected_fd";
+    case BadInput::kRingCorrupt:
+      return "ring_corrupt";
+    case BadInput::kBadRecord:
+      return "bad_record";
+    case BadInput::kNamesCorrupt:
+      return "names_corrupt";
+    case BadInput::kHeartbeatStale:
+      return "heartbeat_stale";
+    case BadInput::kTooManyClients:
+      return "too_many_clients";
+    case BadInput::kBadControl:
+      return "bad_control";
+    case BadInput::kPermissionDenied:
+      return "permission_denied";
+    case BadInput::kCount:
+      break;
+  }
+  return "unknown";
+}
+
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+
+// Policy generation and boundary detection take from tens of microseconds to seconds.
+prometheus::Histogram::BucketBoundaries SecondsBuckets() {
+  return {1e-5, 1e-4, 1e-3, 0.01, 0.1, 1, 10};
+}
+
+}  // namespace
+
+Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  auto& r = *registry_;
+  clients_ = &BuildGauge()
+                  .Name("chameleon_clients")
+                  .Help("Connected client processes")
+                  .Register(r)
+                  .Add({});
+  connections_ = &BuildCounter()
+                      .Name("chameleon_client_connections_total")
+                      .Help("Clients accepted (HELLO validated)")
+                      .Register(r)
+                      .Add({});
+  disconnects_ = &BuildCounter()
+                      .Name("chameleon_client_disconnects_total")
+                      .Help("Clients released (socket closed, exited, stale or misbehaving)")
+                      .Register(r)
+                      .Add({});
+  auto& bad = BuildCounter()
+                  .Name("chameleon_daemon_bad_input_total")
+                  .Help("Invalid input from peers, by reason; the daemon kept serving")
+                  .Register(r);
+  for (int i = 0; i < static_cast<int>(BadInput::kCount); ++i) {
+    bad_input_.push_back(&bad.Add({{"reason", BadInputName(static_cast<BadInput>(i))}}));
+  }
+  generation_seconds_ = &BuildHistogram()
+                             .Name("chameleon_policy_generation_seconds")
+                             .Help("Time to generate one candidate policy (worker thread)")
+                             .Register(r)
+                             .Add({}, SecondsBuckets());
+  detection_seconds_ = &BuildHistogram()
+                            .Name("chameleon_detection_seconds")
+                            .Help("Time to detect an iteration boundary (worker thread)")
+                            .Register(r)
+                            .Add({}, SecondsBuckets());
+  stage_ = &BuildGauge()
+                .Name("chameleon_client_stage")
+                .Help("Stage: 0 WARMUP, 1 GEN_POLICY, 2 STABLE, -1 no client in the slot")
+                .Register(r);
+  pid_ = &BuildGauge()
+              .Name("chameleon_client_pid")
+              .Help("Process id of the client in the slot (0: none)")
+              .Register(r);
+  iteration_ops_ =
+      &BuildGauge().Name("chameleon_iteration_ops").Help("Ops in the last iteration").Register(r);
+  iteration_seconds_ = &BuildGauge()
+                            .Name("chameleon_iteration_seconds")
+                            .Help("Device time of the last iteration")
+                            .Register(r);
+  iterations_ = &BuildCounter()
+                     .Name("chameleon_iterations_total")
+                     .Help("Iterations cut by the daemon")
+                     .Register(r);
+  shifts_ = &BuildCounter()
+                 .Name("chameleon_sequence_shifts_total")
+                 .Help("Sequence shifts detected")
+                 .Register(r);
+  generations_ = &BuildCounter()
+                      .Name("chameleon_policy_generations_total")
+                      .Help("Policies published to the client")
+                      .Register(r);
+  drained_ = &BuildCounter()
+                  .Name("chameleon_records_drained_total")
+                  .Help("Ring records read by the daemon")
+                  .Register(r);
+  ops_ = &BuildCounter()
+              .Name("chameleon_ops_total")
+              .Help("Ops (launches, copies, memsets) read from the ring")
+              .Register(r);
+  dropped_ = &BuildCounter()
+                  .Name("chameleon_records_dropped_total")
+                  .Help("Records the client dropped (ring full)")
+                  .Register(r);
+  repaired_ = &BuildCounter()
+                   .Name("chameleon_records_repaired_total")
+                   .Help("Records left half-written by a dead writer, skipped")
+                   .Register(r);
+  bytes_live_ = &BuildGauge()
+                     .Name("chameleon_device_bytes_live")
+                     .Help("Device bytes in use by the client")
+                     .Register(r);
+  bytes_peak_ = &BuildGauge()
+                     .Name("chameleon_device_bytes_peak")
+                     .Help("Peak device bytes of the client")
+                     .Register(r);
+  swap_bytes_ = &BuildCounter()
+                     .Name("chameleon_swap_bytes_total")
+                     .Help("Bytes swapped, by direction")
+                     .Register(r);
+  stall_seconds_ = &BuildCounter()
+                        .Name("chameleon_swap_stall_seconds_total")
+                        .Help("Time ops waited for a swap-in")
+                        .Register(r);
+  prefetch_hits_ = &BuildCounter()
+                        .Name("chameleon_prefetch_hits_total")
+                        .Help("Swap-ins complete before their use")
+                        .Register(r);
+  host_pool_bytes_ = &BuildGauge()
+                          .Name("chameleon_host_pool_bytes")
+                          .Help("Pinned host bytes held for swapped tensors")
+                          .Register(r);
+}
+
+SlotMetrics& Metrics::Slot(std::uint32_t slot) {
+  auto it = slots_.find(slot);
+  if (it != slots_.end()) return it->second;
+  const prometheus::Labels labels{{"client", std::to_string(slot)}};
+  SlotMetrics m{};
+  m.stage = &stage_->Add(labels);
+  m.pid = &pid_->Add(labels);
+  m.iteration_ops = &iteration_ops_->Add(labels);
+  m.iteration_seconds = &iteration_seconds_->Add(labels);
+  m.iterations = &iterations_->Add(labels);
+  m.shifts = &shifts_->Add(labels);
+  m.generations = &generations_->Add(labels);
+  m.drained = &drained_->Add(labels);
+  m.dropped = &dropped_->Add(labels);
+  m.ops = &ops_->Add(labels);
+  m.repaired = &repaired_->Add(labels);
+  m.bytes_live = &bytes_live_->Add(labels);
+  m.bytes_peak = &bytes_peak_->Add(labels);
+  m.swap_out = &swap_bytes_->Add({{"client", std::to_string(slot)}, {"direction", "out"}});
+  m.swap_in = &swap_bytes_->Add({{"client", std::to_string(slot)}, {"direction", "in"}});
+  m.stall_seconds = &stall_seconds_->Add(labels);
+  m.prefetch_hits = &prefetch_hits_->Add(labels);
+  m.host_pool_bytes = &host_pool_bytes_->Add(labels);
+  return slots_.emplace(slot, m).first->second;
+}
+
+void Metrics::ClearSlot(std::uint32_t slot) {
+  SlotMetrics& m = Slot(slot);
+  m.stage->Set(-1);
+  m.pid->Set(0);
+  m.iteration_ops->Set(0);
+  m.iteration_seconds->Set(0);
+  m.bytes_live->Set(0);
+  m.bytes_peak->Set(0);
+  m.host_pool_bytes->Set(0);
+}
+
+std::string Metrics::Serialize() const {
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, registry_->Collect());
+  return out.str();
+}
+
+}  // namespace chameleon::daemon

@@ -1,0 +1,39 @@
+#include "chameleon/daemon/stage_machine.h"
+
+namespace chameleon::daemon {
+
+const char* StageName(Stage stage) {
+  switch (stage) {
+    case Stage::kWarmup:
+      return "WARMUP";
+    case Stage::kGenPolicy:
+      return "GEN_POLICY";
+    case Stage::kStable:
+      return "STABLE";
+  }
+  return "UNKNOWN";
+}
+
+StageStep StageMachine::Step(bool stable) {
+  StageStep step;
+  step.before = stage_;
+  if (!stable) {
+    step.shift = seen_stable_;
+    if (step.shift) ++shifts_;
+    stage_ = Stage::kWarmup;
+    stable_steps_ = 0;
+  } else {
+    seen_stable_ = true;
+    if (stage_ == Stage::kWarmup && ++stable_steps_ > m_) {
+      stage_ = Stage::kGenPolicy;
+      stable_steps_ = 0;
+    } else if (stage_ == Stage::kGenPolicy && ++stable_steps_ > n_) {
+      stage_ = Stage::kStable;
+      stable_steps_ = 0;
+    }
+  }
+  step.after = stage_;
+  return step;
+}
+
+}  // namespace chameleon::daemon

@@ -1,0 +1,185 @@
+// End to end on simgpu: the real trainer under the shim, served by an in-process daemon.
+// Paths come from CMake (targets built in this tree) or, for a partial build, from the
+// environment (CHAMELEON_E2E_SHIM, CHAMELEON_E2E_SIMGPU_DIR, CHAMELEON_E2E_TRAINER).
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "daemon_fixture.h"
+
+extern char** environ;
+
+namespace chameleon::daemon::testing {
+namespace {
+
+std::string Path(const char* configured, const char* env) {
+  if (configured != nullptr && *configured != '\0') return configured;
+  const char* value = std::getenv(env);
+  return value != nullptr ? value : "";
+}
+
+#ifndef CHAMELEON_E2E_SHIM
+#define CHAMELEON_E2E_SHIM ""
+#define CHAMELEON_E2E_SIMGPU_DIR ""
+#define CHAMELEON_E2E_TRAINER ""
+#endif
+#ifndef CHAMELEON_E2E_REPLAY
+#define CHAMELEON_E2E_REPLAY ""
+#endif
+#ifndef CHAMELEON_SHARED_DIR
+#define CHAMELEON_SHARED_DIR "/work/shared"
+#endif
+
+class TrainerTest : public DaemonTest {
+ protected:
+  void SetUp() override {
+    DaemonTest::SetUp();
+    shim_ = Path(CHAMELEON_E2E_SHIM, "CHAMELEON_E2E_SHIM");
+    simgpu_dir_ = Path(CHAMELEON_E2E_SIMGPU_DIR, "CHAMELEON_E2E_SIMGPU_DIR");
+    trainer_ = Path(CHAMELEON_E2E_TRAINER, "CHAMELEON_E2E_TRAINER");
+    replay_ = Path(CHAMELEON_E2E_REPLAY, "CHAMELEON_E2E_REPLAY");
+    if (shim_.empty() || trainer_.empty() || simgpu_dir_.empty()) {
+      GTEST_SKIP() << "shim, simgpu or trainer not built in this tree";
+    }
+    StartDaemon();
+  }
+
+  /// Starts the trainer under the shim; its stdout goes to `out`.
+  pid_t Spawn(const std::vector<std::string>& args, const std::string& out,
+              const std::string& program = "") {
+    std::vector<std::string> env{"CHAMELEON_SOCKET=" + options_.socket_path, "LD_PRELOAD=" + shim_,
+                                 "LD_LIBRARY_PATH=" + simgpu_dir_};
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string entry(*e);
+      if (entry.rfind("LD_PRELOAD=", 0) != 0 && entry.rfind("LD_LIBRARY_PATH=", 0) != 0 &&
+          entry.rfind("CHAMELEON_SOCKET=", 0) != 0) {
+        env.push_back(entry);
+      }
+    }
+    std::vector<std::string> argv{trainer_, "--layers", "2", "--hidden", "64", "--seq",
+                                  "32",     "--batch",  "4", "--seed",   "1"};
+    if (!program.empty()) argv = {program};  // another workload: exactly `args`
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> argv_c, env_c;
+    for (auto& a : argv) argv_c.push_back(a.data());
+    for (auto& e : env) env_c.push_back(e.data());
+    argv_c.push_back(nullptr);
+    env_c.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = -1;
+    EXPECT_EQ(posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, argv_c.data(), env_c.data()),
+              0);
+    posix_spawn_file_actions_destroy(&actions);
+    return pid;
+  }
+  static bool Exited(pid_t pid, int* status) { return waitpid(pid, status, WNOHANG) == pid; }
+  /// Ops the daemon read from slot 0 over its life (the counter survives the client).
+  std::uint64_t OpsTotal() {
+    const std::string text = Control({{"command", "metrics"}})["text"];
+    std::smatch m;
+    const std::regex re("chameleon_ops_total\\{client=\"0\"\\} ([0-9.e+]+)");
+    return std::regex_search(text, m, re) ? static_cast<std::uint64_t>(std::stod(m[1])) : 0;
+  }
+  /// Runs the trainer to completion, sampling the client's description while it runs.
+  nlohmann::json RunToEnd(const std::vector<std::string>& args, std::string* stdout_text,
+                          const std::string& program = "") {
+    const std::string out = dir_ + "/train.out";
+    const pid_t pid = Spawn(args, out, program);
+    nlohmann::json last;
+    int status = 0;
+    bool exited = false;
+    WaitFor(
+        [&] {
+          const auto clients = Control({{"command", "clients"}});
+          if (clients["ok"].get<bool>() && !clients["clients"].empty()) {
+            auto d = Describe(clients["clients"][0]["id"].get<std::uint32_t>());
+            if (d.is_object()) last = d;
+          }
+          exited = Exited(pid, &status);
+          return exited;
+        },
+        60000);
+    if (!exited) waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "trainer status " << status;
+    EXPECT_TRUE(WaitFor([&] { return daemon_->clients() == 0; }));
+    std::ifstream in(out);
+    std::stringstream text;
+    text << in.rdbuf();
+    *stdout_text = text.str();
+    return last;
+  }
+
+  std::string shim_, simgpu_dir_, trainer_, replay_;
+};
+
+TEST_F(TrainerTest, ReachesStableWithinMPlusNPlusThreeWithTheTrainersStepLength) {
+  std::string text;
+  RunToEnd({"--steps", "20"}, &text);
+  const std::uint64_t ops_20 = OpsTotal();
+  const auto d = RunToEnd({"--steps", "60"}, &text);
+  const std::uint64_t ops_60 = OpsTotal() - ops_20;
+  ASSERT_GT(ops_60, ops_20);
+  // Ground truth from the trainer's own op stream: the same program, 40 more steps.
+  const std::uint64_t ops_per_step = (ops_60 - ops_20) / 40;
+  ASSERT_EQ((ops_60 - ops_20) % 40, 0u);
+  ASSERT_TRUE(d.is_object());
+  EXPECT_EQ(d["iteration_ops"].get<std::uint64_t>(), ops_per_step) << d.dump(2);
+  const int limit = options_.detection.stage_m + options_.detection.stage_n + 3;
+  EXPECT_GT(d["stable_at_iteration"].get<int>(), 0) << d.dump(2);
+  EXPECT_LE(d["stable_at_iteration"].get<int>(), limit);
+  EXPECT_EQ(d["shifts"].get<int>(), 0);
+  EXPECT_GT(d["records"]["iteration_marks"].get<int>(), 0);
+  EXPECT_GT(d["iteration_s"].get<double>(), 0);
+}
+
+TEST_F(TrainerTest, EveryShiftTheDynamicTrainerPrintsIsDetectedWithinOneIteration) {
+  std::string text;
+  const auto d = RunToEnd({"--steps", "40", "--dynamic", "5"}, &text);
+  ASSERT_TRUE(d.is_object());
+  std::vector<int> truth;
+  const std::regex re("shift at step ([0-9]+)");
+  for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) {
+    truth.push_back(std::stoi((*it)[1]));
+  }
+  ASSERT_FALSE(truth.empty()) << text;
+  // Iteration k is step k - 1; only shifts of iterations the daemon had cut when last sampled.
+  const int cut = d["iterations"].get<int>();
+  const auto detected = d["shift_iterations"].get<std::vector<int>>();
+  int expected = 0;
+  for (int step : truth) {
+    if (step + 1 > cut) continue;
+    ++expected;
+    bool found = false;
+    for (int index : detected) found |= std::abs(index - 1 - step) <= 1;
+    EXPECT_TRUE(found) << "shift at step " << step << " not detected; " << d.dump(2);
+  }
+  EXPECT_EQ(static_cast<int>(detected.size()), expected) << d.dump(2);
+}
+
+TEST_F(TrainerTest, ResNetReplayBoundariesAreItsProfilerSteps) {
+  if (replay_.empty()) GTEST_SKIP() << "chameleon-replay not built in this tree";
+  const char* shared = std::getenv("CHAMELEON_E2E_SHARED_DIR");  // for out-of-tree builds
+  const std::string trace = std::string(shared != nullptr ? shared : CHAMELEON_SHARED_DIR) +
+                            "/traces/resnet_1gpu_et.json.gz";
+  std::string text;
+  RunToEnd({trace, "--iterations", "6"}, &text, replay_);
+  const std::uint64_t ops_6 = OpsTotal();
+  const auto d = RunToEnd({trace, "--iterations", "12"}, &text, replay_);
+  const std::uint64_t ops_12 = OpsTotal() - ops_6;
+  // Ground truth: each replayed iteration is one recorded profiler step (docs/replay.md); six
+  // more of them add exactly six steps' ops.
+  ASSERT_EQ((ops_12 - ops_6) % 6, 0u);
+  ASSERT_TRUE(d.is_object());
+  EXPECT_EQ(d["iteration_ops"].get<std::uint64_t>(), (ops_12 - ops_6) / 6) << d.dump(2);
+  EXPECT_EQ(d["shifts"].get<int>(), 0) << d.dump(2);
+  EXPECT_EQ(d["boundary"]["losses"].get<int>(), 0) << d.dump(2);
+}
+
+}  // namespace
+}  // namespace chameleon::daemon::testing

@@ -1,0 +1,102 @@
+// A chameleond running on a thread of the test process, on a private socket and a free metrics
+// port, with helpers to query it through the control protocol.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <thread>
+
+#include "chameleon/daemon/control_client.h"
+#include "chameleon/daemon/daemon.h"
+#include "fake_client.h"
+#include "synthetic_stream.h"
+
+namespace chameleon::daemon::testing {
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/chameleond-test-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    chmod(dir, 0755);  // other uids connect in the permission test
+    options_.socket_path = dir_ + "/d.sock";
+    options_.metrics_listen = "127.0.0.1:0";
+    options_.drain_interval_ms = 1;
+    options_.housekeeping_interval_ms = 20;
+    Configure(&options_);
+  }
+  /// Tests adjust the options before the daemon starts.
+  virtual void Configure(DaemonOptions*) {}
+
+  void StartDaemon() {
+    daemon_ = std::make_unique<Daemon>(options_);
+    daemon_->Start();
+    thread_ = std::thread([this] { run_result_ = daemon_->Run(); });
+  }
+
+  void TearDown() override {
+    if (daemon_) {
+      daemon_->Stop();
+      thread_.join();
+      EXPECT_EQ(run_result_, 0);
+      daemon_.reset();
+    }
+    std::filesystem::remove_all(dir_);
+  }
+
+  nlohmann::json Control(nlohmann::json request) {
+    return ControlRequest(options_.socket_path, request);
+  }
+  nlohmann::json Describe(std::uint32_t id) {
+    return Control({{"command", "client"}, {"id", id}})["client"];
+  }
+  std::uint64_t BadInput(const std::string& reason) {
+    return Control({{"command", "status"}})["daemon"]["bad_input"][reason].get<std::uint64_t>();
+  }
+
+  /// Polls `done` until it holds or the deadline passes (the daemon runs on its own thread).
+  static bool WaitFor(const std::function<bool()>& done, int timeout_ms = 10000) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return done();
+  }
+  /// Waits until the daemon has drained everything `client` pushed.
+  bool WaitDrained(FakeClient& client) {
+    return WaitFor([&] {
+      client.Heartbeat();
+      auto d = Describe(client.id());
+      return d.is_object() && d["records"]["drained"].get<std::uint64_t>() >= client.pushed();
+    });
+  }
+  std::unique_ptr<FakeClient> Connect(std::uint64_t device_memory = 1ull << 30) {
+    std::string error;
+    auto client = FakeClient::Connect(options_.socket_path, &error, device_memory);
+    EXPECT_NE(client, nullptr) << error;
+    return client;
+  }
+
+  /// Pushes steps [from, to) of `spec`'s loop as launches (names for every kernel token first).
+  static void PushSteps(FakeClient& client, const LoopSpec& spec, int from, int to) {
+    for (int step = from; step < to; ++step) {
+      for (std::uint32_t token : StepOps(spec, step)) ASSERT_TRUE(client.Launch(token));
+      client.Heartbeat();
+    }
+  }
+
+  DaemonOptions options_;
+  std::string dir_;
+  std::unique_ptr<Daemon> daemon_;
+  std::thread thread_;
+  int run_result_ = -1;
+};
+
+}  // namespace chameleon::daemon::testing

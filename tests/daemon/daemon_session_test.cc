@@ -1,0 +1,197 @@
+// End to end through the socket with fake clients: detection, stages, policies, detailed mode.
+#include <sys/socket.h>
+
+#include "chameleon/ipc/policy_blob.h"
+#include "chameleon/ipc/policy_mailbox.h"
+#include "daemon_fixture.h"
+
+namespace chameleon::daemon::testing {
+namespace {
+
+class SessionTest : public DaemonTest {};
+
+TEST_F(SessionTest, ClientReachesStableAndReceivesTheBoundary) {
+  StartDaemon();
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  client->Name(20, "embedding_forward");
+  LoopSpec spec;
+  PushSteps(*client, spec, 0, 16);
+  ASSERT_TRUE(WaitFor([&] { return Describe(client->id())["stage"] == "STABLE"; }))
+      << Describe(client->id()).dump(2);
+  const auto d = Describe(client->id());
+  EXPECT_EQ(d["iteration_ops"].get<std::size_t>(), StepOps(spec, 0).size());
+  EXPECT_EQ(d["shifts"].get<int>(), 0);
+  EXPECT_EQ(d["boundary"]["source"], "detected");
+  // Entering GEN_POLICY asked the shim for one detailed iteration.
+  EXPECT_NE(client->header()->control_flags.load() & ipc::kControlDetailedIteration, 0u);
+  EXPECT_GE(client->header()->detail_request_seq.load(), 1u);
+  // The mailbox carries the boundary signature and the stage.
+  auto reader = client->segment().mailbox_reader();
+  ASSERT_EQ(reader.Poll(), ipc::ReadResult::kNew);
+  ipc::Policy policy;
+  ASSERT_EQ(ipc::DecodePolicy(reader.blob(), &policy), ipc::BlobError::kOk);
+  EXPECT_EQ(policy.summary.stage, static_cast<std::uint32_t>(ipc::Stage::kStable));
+  EXPECT_EQ(policy.summary.iteration_ops, StepOps(spec, 0).size());
+  EXPECT_EQ(policy.boundary, d["boundary"]["signature"].get<std::vector<std::uint32_t>>());
+  EXPECT_EQ(policy.summary.generation, reader.generation());
+  // Clients listing says the same.
+  const auto clients = Control({{"command", "clients"}});
+  ASSERT_EQ(clients["clients"].size(), 1u);
+  EXPECT_EQ(clients["clients"][0]["stage"], "STABLE");
+}
+
+TEST_F(SessionTest, ShiftsAreCountedAndTheStageRestarts) {
+  StartDaemon();
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  LoopSpec spec;
+  spec.dynamic = 6;
+  PushSteps(*client, spec, 0, 30);
+  ASSERT_TRUE(WaitDrained(*client));
+  ASSERT_TRUE(WaitFor([&] { return Describe(client->id())["iterations"].get<int>() >= 29; }));
+  const auto d = Describe(client->id());
+  std::vector<int> truth;
+  auto stream = MakeLoop(spec, 30);
+  for (int s : stream.shift_steps) truth.push_back(s);
+  const auto detected = d["shift_iterations"].get<std::vector<int>>();
+  ASSERT_EQ(detected.size(), truth.size()) << d.dump(2);
+  for (std::size_t i = 0; i < truth.size(); ++i) EXPECT_LE(std::abs(detected[i] - 1 - truth[i]), 1);
+}
+
+TEST_F(SessionTest, BoundaryPatternOverridesDetection) {
+  options_.detection.boundary_patterns = {"*loss_fwd*"};
+  StartDaemon();
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  client->Name(40, "void loss_fwd_kernel<float>(float*)");
+  LoopSpec spec;
+  PushSteps(*client, spec, 0, 12);
+  ASSERT_TRUE(WaitFor([&] { return Describe(client->id())["stage"] == "STABLE"; }));
+  const auto d = Describe(client->id());
+  EXPECT_EQ(d["boundary"]["source"], "pattern");
+  EXPECT_EQ(d["boundary"]["signature"], nlohmann::json::array({40}));
+  EXPECT_EQ(d["boundary"]["names"][0], "void loss_fwd_kernel<float>(float*)");
+  EXPECT_EQ(d["iteration_ops"].get<std::size_t>(), StepOps(spec, 0).size());
+}
+
+/// Pushes one step recorded in detailed mode: allocations, tensors, memory after each op.
+void PushDetailedStep(FakeClient& client, const LoopSpec& spec, int step) {
+  std::uint64_t live = 1 << 20;
+  std::uint64_t next_id = 1000 + std::uint64_t(step) * 1000;
+  std::vector<std::uint64_t> activations;
+  const auto ops = StepOps(spec, step);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    std::vector<std::uint64_t> tensors{1};  // the weights, live before the iteration
+    if (i < ops.size() / 2) {
+      ASSERT_TRUE(client.Alloc(next_id, 256 << 10, ipc::kFlagDetailed));
+      live += 256 << 10;
+      activations.push_back(next_id);
+      tensors.push_back(next_id++);
+    } else if (!activations.empty()) {
+      tensors.push_back(activations.back());
+    }
+    ASSERT_TRUE(client.Launch(ops[i], tensors, ipc::kFlagDetailed));
+    if (i >= ops.size() / 2 && !activations.empty()) {
+      ASSERT_TRUE(client.Free(activations.back(), ipc::kFlagDetailed));
+      activations.pop_back();
+      live -= 256 << 10;
+    }
+    ASSERT_TRUE(client.MemInfo(live));
+  }
+}
+
+TEST_F(SessionTest, DetailedIterationBecomesAProfileAndCandidatePolicies) {
+  StartDaemon();
+  // 32 MiB of device memory: the detailed iteration peaks above it, so candidates swap.
+  auto client = Connect(24ull << 20);
+  ASSERT_NE(client, nullptr);
+  LoopSpec spec;
+  ASSERT_TRUE(client->Alloc(1, 1 << 20));
+  PushSteps(*client, spec, 0, 6);
+  ASSERT_TRUE(WaitFor([&] {
+    return (client->header()->control_flags.load() & ipc::kControlDetailedIteration) != 0;
+  }));
+  ASSERT_EQ(Describe(client->id())["stage"], "GEN_POLICY");
+  // The shim answers the request: the next iteration in detailed mode, then normal ones, each
+  // iteration end marked with its device time.
+  ASSERT_TRUE(client->Mark(6, 1'000'000, 0));
+  PushDetailedStep(*client, spec, 6);
+  ASSERT_TRUE(client->Mark(7, 2'000'000, StepOps(spec, 6).size()));
+  client->header()->detail_done_seq.store(client->header()->detail_request_seq.load());
+  PushSteps(*client, spec, 7, 8);
+  ASSERT_TRUE(WaitDrained(*client));
+  const auto d = Describe(client->id());
+  ASSERT_TRUE(d["profile"].is_object()) << d.dump(2);
+  EXPECT_EQ(d["profile"]["ops"].get<std::size_t>(), StepOps(spec, 6).size());
+  EXPECT_DOUBLE_EQ(d["profile"]["iteration_s"].get<double>(), 0.002);
+  EXPECT_EQ(client->header()->control_flags.load() & ipc::kControlDetailedIteration, 0u);
+  // dump-profile returns the documented profile JSON.
+  const auto dump = Control({{"command", "dump-profile"}, {"id", client->id()}});
+  ASSERT_TRUE(dump["ok"].get<bool>()) << dump.dump();
+  EXPECT_EQ(dump["profile"]["ops"].size(), StepOps(spec, 6).size());
+  // One candidate per GEN_POLICY step, each published as a new generation.
+  for (int step = 8; step < 14; ++step) {
+    const auto before = Describe(client->id())["policy"]["candidates"].size();
+    PushSteps(*client, spec, step, step + 1);
+    ASSERT_TRUE(client->Mark(std::uint64_t(step) + 1, 2'000'000 - std::uint64_t(step) * 1000, 0));
+    if (Describe(client->id())["stage"] != "GEN_POLICY") break;
+    WaitFor([&] { return Describe(client->id())["policy"]["candidates"].size() > before; }, 3000);
+    client->header()->policy_generation_applied.store(
+        Describe(client->id())["generation"].get<std::uint64_t>());
+  }
+  const auto after = Describe(client->id());
+  EXPECT_GE(after["policy"]["candidates"].size(), 2u) << after.dump(2);
+  EXPECT_TRUE(after["policy"]["error"].get<std::string>().empty()) << after["policy"]["error"];
+}
+
+TEST_F(SessionTest, RecordsDroppedDuringTheDetailedIterationAskAgain) {
+  StartDaemon();
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  LoopSpec spec;
+  PushSteps(*client, spec, 0, 6);
+  ASSERT_TRUE(WaitFor([&] {
+    return (client->header()->control_flags.load() & ipc::kControlDetailedIteration) != 0;
+  }));
+  const auto first_request = client->header()->detail_request_seq.load();
+  client->header()->records_dropped.store(3);  // the ring overflowed meanwhile
+  PushDetailedStep(*client, spec, 6);
+  PushSteps(*client, spec, 7, 8);
+  ASSERT_TRUE(WaitDrained(*client));
+  EXPECT_EQ(client->header()->detail_request_seq.load(), first_request + 1);
+  EXPECT_NE(client->header()->control_flags.load() & ipc::kControlDetailedIteration, 0u);
+  EXPECT_TRUE(Describe(client->id())["profile"].is_null());
+}
+
+TEST_F(SessionTest, TwoConcurrentClientsAreTrackedIndependently) {
+  StartDaemon();
+  auto a = Connect();
+  auto b = Connect();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  LoopSpec small, large;
+  small.layers = 3;
+  large.layers = 9;
+  large.dynamic = 5;
+  std::thread ta([&] { PushSteps(*a, small, 0, 16); });
+  std::thread tb([&] { PushSteps(*b, large, 0, 16); });
+  ta.join();
+  tb.join();
+  ASSERT_TRUE(WaitFor([&] {
+    a->Heartbeat();
+    b->Heartbeat();
+    return Describe(a->id())["stage"] == "STABLE";
+  }));
+  ASSERT_TRUE(WaitDrained(*b));
+  const auto da = Describe(a->id());
+  const auto db = Describe(b->id());
+  EXPECT_NE(da["slot"], db["slot"]);
+  EXPECT_EQ(da["iteration_ops"].get<std::size_t>(), StepOps(small, 0).size());
+  EXPECT_EQ(da["shifts"].get<int>(), 0);
+  EXPECT_GE(db["shifts"].get<int>(), 2);  // the branch switched on at step 5 and off at 10
+  EXPECT_NE(db["boundary"]["signature"], nlohmann::json::array());
+}
+
+}  // namespace
+}  // namespace chameleon::daemon::testing

@@ -1,0 +1,148 @@
+// A client process as the daemon sees it, built from the ipc library alone (no shim): creates a
+// segment, connects, passes the segment with HELLO and writes records into the ring.
+#pragma once
+
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chameleon/ipc/event_records.h"
+#include "chameleon/ipc/segment.h"
+#include "chameleon/ipc/socket_protocol.h"
+#include "chameleon/ipc/unix_socket.h"
+
+namespace chameleon::daemon::testing {
+
+inline std::uint64_t NowNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return std::uint64_t(ts.tv_sec) * 1'000'000'000ull + std::uint64_t(ts.tv_nsec);
+}
+
+/// Small regions: the tests create thousands of clients.
+inline ipc::SegmentGeometry SmallGeometry() {
+  ipc::SegmentGeometry g;
+  g.ring_capacity = 1u << 20;
+  g.names_capacity = 16u << 10;
+  g.policy_slot_bytes = 64u << 10;
+  return g;
+}
+
+class FakeClient {
+ public:
+  /// Connects and completes the handshake; nullptr (with *error) when the daemon refuses.
+  static std::unique_ptr<FakeClient> Connect(const std::string& socket_path, std::string* error,
+                                             std::uint64_t device_memory = 1ull << 30,
+                                             ipc::SegmentGeometry geometry = SmallGeometry()) {
+    auto client = std::unique_ptr<FakeClient>(new FakeClient);
+    if (ipc::Segment::Create(geometry, &client->segment_) != ipc::SegmentError::kOk) {
+      *error = "segment create failed";
+      return nullptr;
+    }
+    client->segment_.header()->client_heartbeat_ns.store(NowNs());
+    client->sock_ = ipc::ConnectUnix(socket_path, 2000);
+    if (client->sock_ < 0) {
+      *error = "connect failed";
+      return nullptr;
+    }
+    ipc::Hello hello;
+    hello.fixed.layout_major = ipc::kLayoutMajor;
+    hello.fixed.layout_minor = ipc::kLayoutMinor;
+    hello.fixed.pid = getpid();
+    hello.fixed.segment_bytes = client->segment_.bytes();
+    ipc::DeviceFacts device{};
+    device.ordinal = 0;
+    device.host_numa_node = 0;
+    device.total_memory = device_memory;
+    std::snprintf(device.pci_bus_id, sizeof(device.pci_bus_id), "0000:01:00.0");
+    hello.devices.push_back(device);
+    hello.fixed.device_count = 1;
+    std::vector<std::uint8_t> message;
+    ipc::EncodeHello(hello, &message);
+    if (ipc::SendWithFd(client->sock_, message, client->segment_.fd()) != 0) {
+      *error = "send failed";
+      return nullptr;
+    }
+    ipc::MessageHeader header{};
+    std::vector<std::uint8_t> payload;
+    int fd = -1;
+    ipc::DecodeError decode{};
+    if (ipc::ReceiveMessage(client->sock_, 5000, &header, &payload, &fd, &decode) != 0) {
+      *error = "no reply";
+      return nullptr;
+    }
+    if (header.type != static_cast<std::uint16_t>(ipc::MessageType::kWelcome)) {
+      ipc::RefuseReason reason{};
+      ipc::DecodeRefuse(payload, &reason, error);
+      return nullptr;
+    }
+    ipc::Welcome welcome{};
+    ipc::DecodeWelcome(payload, &welcome);
+    client->id_ = welcome.client_id;
+    client->segment_.CloseFd();  // as the shim does once the daemon has it
+    client->ring_ = client->segment_.ring_producer();
+    client->names_ = client->segment_.name_writer();
+    return client;
+  }
+
+  ~FakeClient() {
+    if (sock_ >= 0) close(sock_);
+  }
+
+  std::uint32_t id() const { return id_; }
+  ipc::SegmentHeader* header() { return segment_.header(); }
+  ipc::Segment& segment() { return segment_; }
+  void Disconnect() {
+    close(sock_);
+    sock_ = -1;
+  }
+  void Heartbeat() { header()->client_heartbeat_ns.store(NowNs(), std::memory_order_release); }
+  bool Name(std::uint32_t token, const std::string& name) { return names_.Append(token, name); }
+
+  bool Launch(std::uint32_t token, const std::vector<std::uint64_t>& tensors = {},
+              std::uint16_t flags = 0) {
+    ipc::LaunchRecord launch{token, static_cast<std::uint16_t>(tensors.size()), 0, 0};
+    return Count(ring_.Push2(ipc::RecordType::kLaunch, flags, &launch, sizeof(launch),
+                             tensors.data(), tensors.size() * sizeof(std::uint64_t)));
+  }
+  bool Alloc(std::uint64_t id, std::uint64_t bytes, std::uint16_t flags = 0) {
+    ipc::AllocRecord alloc{id, 0x7000000000ull + id * 4096, bytes, 0, 0, 0, 1, 0};
+    return Count(ring_.Push(ipc::RecordType::kAlloc, flags, &alloc, sizeof(alloc)));
+  }
+  bool Free(std::uint64_t id, std::uint16_t flags = 0) {
+    ipc::FreeRecord free{id, 0};
+    return Count(ring_.Push(ipc::RecordType::kFree, flags, &free, sizeof(free)));
+  }
+  bool MemInfo(std::uint64_t bytes_live, std::uint16_t flags = ipc::kFlagDetailed) {
+    ipc::MemInfoRecord info{bytes_live, 0, {0, 0, 0}};
+    return Count(ring_.Push(ipc::RecordType::kMemInfo, flags, &info, sizeof(info)));
+  }
+  bool Mark(std::uint64_t iteration, std::uint64_t device_time_ns, std::uint64_t ops) {
+    ipc::IterationMarkRecord mark{iteration, NowNs(), device_time_ns, ops};
+    return Count(ring_.Push(ipc::RecordType::kIterationMark, 0, &mark, sizeof(mark)));
+  }
+  /// Records pushed so far (what the daemon should eventually have drained).
+  std::uint64_t pushed() const { return pushed_; }
+
+ private:
+  FakeClient() = default;
+  bool Count(ipc::PushResult result) {
+    if (result != ipc::PushResult::kOk) return false;
+    ++pushed_;
+    header()->records_written.store(pushed_, std::memory_order_relaxed);
+    return true;
+  }
+
+  ipc::Segment segment_;
+  ipc::EventRingProducer ring_;
+  ipc::NameTableWriter names_;
+  int sock_ = -1;
+  std::uint32_t id_ = 0;
+  std::uint64_t pushed_ = 0;
+};
+
+}  // namespace chameleon::daemon::testing

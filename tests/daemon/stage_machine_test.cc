@@ -1,0 +1,68 @@
+#include "chameleon/daemon/stage_machine.h"
+
+#include <gtest/gtest.h>
+
+namespace chameleon::daemon {
+namespace {
+
+TEST(StageMachine, MovesToGenPolicyAfterMoreThanMStableSteps) {
+  StageMachine machine(2, 5);
+  EXPECT_EQ(machine.Step(true).after, Stage::kWarmup);
+  EXPECT_EQ(machine.Step(true).after, Stage::kWarmup);
+  const StageStep third = machine.Step(true);
+  EXPECT_TRUE(third.changed());
+  EXPECT_EQ(third.after, Stage::kGenPolicy);
+}
+
+TEST(StageMachine, MovesToStableAfterMoreThanNStableStepsInGenPolicy) {
+  StageMachine machine(2, 5);
+  for (int i = 0; i < 3; ++i) machine.Step(true);
+  ASSERT_EQ(machine.stage(), Stage::kGenPolicy);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(machine.Step(true).after, Stage::kGenPolicy) << i;
+  EXPECT_EQ(machine.Step(true).after, Stage::kStable);
+  EXPECT_EQ(machine.Step(true).after, Stage::kStable);
+}
+
+TEST(StageMachine, AnyUnstableStepReturnsToWarmupAndResetsTheCounter) {
+  StageMachine machine(2, 5);
+  for (int i = 0; i < 9; ++i) machine.Step(true);
+  ASSERT_EQ(machine.stage(), Stage::kStable);
+  const StageStep step = machine.Step(false);
+  EXPECT_EQ(step.before, Stage::kStable);
+  EXPECT_EQ(step.after, Stage::kWarmup);
+  EXPECT_TRUE(step.shift);
+  EXPECT_EQ(machine.stable_steps(), 0);
+  machine.Step(true);
+  machine.Step(true);
+  EXPECT_EQ(machine.stage(), Stage::kWarmup);
+  machine.Step(false);
+  machine.Step(true);
+  machine.Step(true);
+  EXPECT_EQ(machine.stage(), Stage::kWarmup);  // the counter restarted
+  EXPECT_EQ(machine.Step(true).after, Stage::kGenPolicy);
+  EXPECT_EQ(machine.shifts(), 2u);
+}
+
+TEST(StageMachine, UnstableStepsBeforeTheFirstStableOneAreNotShifts) {
+  StageMachine machine(2, 5);
+  for (int i = 0; i < 4; ++i) EXPECT_FALSE(machine.Step(false).shift);
+  machine.Step(true);
+  EXPECT_TRUE(machine.Step(false).shift);
+  EXPECT_TRUE(machine.Step(false).shift);  // each change of the sequence is a shift
+  EXPECT_EQ(machine.shifts(), 2u);
+}
+
+TEST(StageMachine, ZeroThresholdsMoveOnTheFirstStableStep) {
+  StageMachine machine(0, 0);
+  EXPECT_EQ(machine.Step(true).after, Stage::kGenPolicy);
+  EXPECT_EQ(machine.Step(true).after, Stage::kStable);
+}
+
+TEST(StageMachine, StageNames) {
+  EXPECT_STREQ(StageName(Stage::kWarmup), "WARMUP");
+  EXPECT_STREQ(StageName(Stage::kGenPolicy), "GEN_POLICY");
+  EXPECT_STREQ(StageName(Stage::kStable), "STABLE");
+}
+
+}  // namespace
+}  // namespace chameleon::daemon
