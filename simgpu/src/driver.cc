@@ -10,6 +10,7 @@
 #include <new>
 
 #include "call_counter.h"
+#include "fault_guard.h"
 #include "stream.h"
 
 namespace chameleon::simgpu {
@@ -33,11 +34,13 @@ void ReportAtExit() {
                static_cast<unsigned long long>(HostClock().Now()));
 }
 
-// fork(): lock order counters -> registry -> contexts -> their streams, as everywhere else.
+// fork(): lock order fault handler -> counters -> registry -> contexts -> their streams, as
+// everywhere else (workers install the fault handler before taking any other lock).
 std::vector<std::shared_ptr<Stream>>* g_fork_streams = nullptr;
 
 void ForkPrepare() {
   Driver* d = g_driver.load();
+  LockFaultHandlerForFork();
   detail::LockCountersForFork();
   d->registry.LockForFork();
   g_fork_streams = new std::vector<std::shared_ptr<Stream>>;
@@ -63,6 +66,7 @@ void ForkRelease(bool child) {
     d->registry.UnlockAfterFork();
   }
   detail::UnlockCountersAfterFork();
+  UnlockFaultHandlerAfterFork();
 }
 
 void ForkParent() { ForkRelease(false); }

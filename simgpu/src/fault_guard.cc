@@ -12,6 +12,10 @@ namespace {
 thread_local sigjmp_buf* tl_jump __attribute__((tls_model("initial-exec"))) = nullptr;
 struct sigaction g_previous_segv;
 struct sigaction g_previous_bus;
+// A mutex rather than std::call_once so that fork() can hold it: a child forked while a worker
+// was inside a call_once would find the once-flag "in progress" forever and hang its own workers.
+std::mutex g_install_mu;
+bool g_installed = false;  // guarded by g_install_mu
 
 void Forward(int sig, siginfo_t* info, void* uctx) {
   const struct sigaction& prev = sig == SIGSEGV ? g_previous_segv : g_previous_bus;
@@ -41,17 +45,20 @@ void Handler(int sig, siginfo_t* info, void* uctx) {
 }  // namespace
 
 void InstallFaultHandler() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction sa;
-    std::memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = Handler;
-    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGSEGV, &sa, &g_previous_segv);
-    sigaction(SIGBUS, &sa, &g_previous_bus);
-  });
+  std::lock_guard lock(g_install_mu);
+  if (g_installed) return;
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = Handler;
+  sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &g_previous_segv);
+  sigaction(SIGBUS, &sa, &g_previous_bus);
+  g_installed = true;
 }
+
+void LockFaultHandlerForFork() { g_install_mu.lock(); }
+void UnlockFaultHandlerAfterFork() { g_install_mu.unlock(); }
 
 GuardResult RunGuarded(GuardedFn fn, void* arg) {
   sigjmp_buf jump;

@@ -10,6 +10,9 @@ using GuardedFn = void (*)(void* arg);
 
 /// Installs the process-wide handlers once. Thread-safe.
 void InstallFaultHandler();
+/// Held across fork() (see driver.cc) so that the child never inherits an installation half done.
+void LockFaultHandlerForFork();
+void UnlockFaultHandlerAfterFork();
 enum class GuardResult { kOk, kFault, kException };
 
 /// Runs fn(arg) and reports whether it faulted or threw. Whatever fn held at a fault is abandoned

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 #include <utility>
 
 #include "fault_guard.h"
@@ -199,6 +200,11 @@ void Stream::RunOne(Queued& q) {
 }
 
 void Stream::ResetInForkChild() {
+  // The parent's workers may have been blocked on these condition variables; in the child those
+  // waiters do not exist, but glibc's condvar still counts them and a later notify could wait for
+  // them forever. Start from fresh objects (not destroyed: destroying also waits for waiters).
+  new (&work_cv_) std::condition_variable;
+  new (&done_cv_) std::condition_variable;
   queue_.clear();
   completed_ = submitted_;
   worker_started_ = false;

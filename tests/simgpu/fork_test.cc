@@ -29,9 +29,11 @@ int ChildLaunchesAndSynchronises(CUfunction append, CUstream s, CUdeviceptr log)
 TEST_F(ForkTest, ChildCanLaunchAndSynchronise) {
   CUdeviceptr log = 0;
   ASSERT_CU(cuMemAlloc(&log, 4096));
-  ASSERT_CU(cuMemsetD8(log, 0, 4096));
   CUstream s;
   ASSERT_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  // Zero the log on `s` itself: cuMemsetD8 would run on the legacy stream, which a non-blocking
+  // stream is not ordered with, so it could land after the appends and wipe the log.
+  ASSERT_CU(cuMemsetD8Async(log, 0, 4096, s));
   ASSERT_CU(LaunchAppend(log, 1, s));
   ASSERT_CU(cuStreamSynchronize(s));
   const pid_t child = fork();
@@ -41,7 +43,8 @@ TEST_F(ForkTest, ChildCanLaunchAndSynchronise) {
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
-  // The parent is unaffected: its own stream still works, its log has one entry.
+  // The parent is unaffected: its own stream still works, and its log holds only its own two
+  // entries (device memory is private to each process after fork, as host memory is).
   ASSERT_CU(LaunchAppend(log, 2, s));
   ASSERT_CU(cuStreamSynchronize(s));
   int n = 0;

@@ -1,0 +1,273 @@
+// The config file reader: the documented example loads, every invalid field is named with its
+// key path, expected type/range and the value found, unknown keys are errors.
+#include "chameleon/daemon/config_file.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace chameleon::daemon {
+namespace {
+
+std::string ExamplePath() {
+  return std::string(CHAMELEON_SOURCE_DIR) + "/systemd/chameleond.yaml.example";
+}
+
+TEST(ConfigFileTest, ExampleFileLoadsAndDiffersFromDefaultsOnlyInSocketAccess) {
+  const ConfigResult result = LoadConfigFile(ExamplePath());
+  ASSERT_TRUE(result.ok()) << result.ErrorText();
+  // The example documents the defaults; the package narrows the socket to a group.
+  ServiceConfig expected;
+  expected.daemon.socket_mode = 0660;
+  expected.socket_group = "chameleon";
+  EXPECT_EQ(ToYaml(result.config), ToYaml(expected));
+  EXPECT_EQ(result.config.daemon.socket_mode, 0660u);
+  EXPECT_EQ(result.config.socket_group, "chameleon");
+  EXPECT_EQ(result.config.policy.min_swap_bytes, 1u << 20);
+}
+
+TEST(ConfigFileTest, EmptyDocumentKeepsTheBase) {
+  ServiceConfig base;
+  base.daemon.detection.stage_m = 7;
+  const ConfigResult result = ParseConfigText("# nothing but a comment\n", "t.yaml", base);
+  ASSERT_TRUE(result.ok()) << result.ErrorText();
+  EXPECT_EQ(result.config.daemon.detection.stage_m, 7);
+}
+
+TEST(ConfigFileTest, AbsentKeysKeepTheBaseAndPresentOnesOverrideIt) {
+  ServiceConfig base;
+  base.daemon.detection.stage_n = 9;
+  const ConfigResult result = ParseConfigText(
+      "detection:\n  stage_m: 4\nclients:\n  heartbeat_timeout_ms: 7000\n", "t.yaml", base);
+  ASSERT_TRUE(result.ok()) << result.ErrorText();
+  EXPECT_EQ(result.config.daemon.detection.stage_m, 4);
+  EXPECT_EQ(result.config.daemon.detection.stage_n, 9);
+  EXPECT_EQ(result.config.daemon.heartbeat_timeout_ns, 7'000'000'000u);
+}
+
+TEST(ConfigFileTest, ReadsEverySectionIntoItsField) {
+  const char* text = R"(
+socket: {path: /tmp/x/c.sock, mode: 0640, group: gpu-users}
+metrics: {listen: "[::1]:9999"}
+clients: {max: 12, drain_interval_ms: 5, drain_batch_records: 100, housekeeping_interval_ms: 50,
+          heartbeat_interval_ms: 20, heartbeat_timeout_ms: 900, stuck_record_timeout_ms: 300}
+detection: {stage_m: 3, stage_n: 6, similarity_threshold: 0.9, length_change_threshold: 0.1,
+            min_periods: 4, min_period_ops: 12, max_gram: 5, gap_tolerance: 0.2, max_history_ops: 4096,
+            boundary_patterns: ["*step*", "adam*"]}
+policy: {size_weight: 1.5, prefetch_margin: 0.25, host_bandwidth_bytes_per_s: 12e9,
+         link_efficiency: 0.5, full_duplex: no, min_swap_bytes: 2MiB, cross_iteration: false,
+         layers_per_phase: 16}
+devices: [{index: 0, memory_limit: 1.5GiB}, {index: 3, memory_limit: 512MB}]
+log: {level: debug}
+)";
+  const ConfigResult r = ParseConfigText(text, "t.yaml");
+  ASSERT_TRUE(r.ok()) << r.ErrorText();
+  const ServiceConfig& c = r.config;
+  EXPECT_EQ(c.daemon.socket_path, "/tmp/x/c.sock");
+  EXPECT_EQ(c.daemon.socket_mode, 0640u);
+  EXPECT_EQ(c.socket_group, "gpu-users");
+  EXPECT_EQ(c.daemon.metrics_listen, "[::1]:9999");
+  EXPECT_EQ(c.daemon.max_clients, 12u);
+  EXPECT_EQ(c.daemon.drain_interval_ms, 5u);
+  EXPECT_EQ(c.daemon.drain_batch_records, 100u);
+  EXPECT_EQ(c.daemon.housekeeping_interval_ms, 50u);
+  EXPECT_EQ(c.daemon.heartbeat_interval_ns, 20'000'000u);
+  EXPECT_EQ(c.daemon.heartbeat_timeout_ns, 900'000'000u);
+  EXPECT_EQ(c.daemon.stuck_record_timeout_ns, 300'000'000u);
+  EXPECT_EQ(c.daemon.detection.stage_m, 3);
+  EXPECT_EQ(c.daemon.detection.stage_n, 6);
+  EXPECT_DOUBLE_EQ(c.daemon.detection.similarity_threshold, 0.9);
+  EXPECT_DOUBLE_EQ(c.daemon.detection.length_change_threshold, 0.1);
+  EXPECT_EQ(c.daemon.detection.min_periods, 4u);
+  EXPECT_EQ(c.daemon.detection.min_period_ops, 12u);
+  EXPECT_EQ(c.daemon.detection.max_gram, 5u);
+  EXPECT_DOUBLE_EQ(c.daemon.detection.gap_tolerance, 0.2);
+  EXPECT_EQ(c.daemon.detection.max_history_ops, 4096u);
+  EXPECT_EQ(c.daemon.detection.boundary_patterns, (std::vector<std::string>{"*step*", "adam*"}));
+  EXPECT_DOUBLE_EQ(c.policy.size_weight, 1.5);
+  EXPECT_DOUBLE_EQ(c.policy.prefetch_margin, 0.25);
+  EXPECT_DOUBLE_EQ(c.policy.host_bandwidth_bytes_per_s, 12e9);
+  EXPECT_DOUBLE_EQ(c.policy.link_efficiency, 0.5);
+  EXPECT_FALSE(c.policy.full_duplex);
+  EXPECT_EQ(c.policy.min_swap_bytes, 2u << 20);
+  EXPECT_FALSE(c.policy.cross_iteration);
+  EXPECT_EQ(c.policy.layers_per_phase, 16u);
+  ASSERT_EQ(c.device_limits.size(), 2u);
+  EXPECT_EQ(c.device_limits[0].index, 0u);
+  EXPECT_EQ(c.device_limits[0].limit_bytes, 1610612736u);
+  EXPECT_EQ(c.device_limits[1].index, 3u);
+  EXPECT_EQ(c.device_limits[1].limit_bytes, 512'000'000u);
+  EXPECT_EQ(c.log_level, "debug");
+}
+
+TEST(ConfigFileTest, ModeIsOctalInEverySpelling) {
+  for (const char* spelling : {"\"0660\"", "0660", "660", "0o660"}) {
+    const ConfigResult r = ParseConfigText(std::string("socket: {mode: ") + spelling + "}", "t");
+    ASSERT_TRUE(r.ok()) << spelling << ": " << r.ErrorText();
+    EXPECT_EQ(r.config.daemon.socket_mode, 0660u) << spelling;
+  }
+}
+
+TEST(ConfigFileTest, ToYamlRoundTripsEveryField) {
+  ServiceConfig c;
+  c.daemon.socket_path = "/run/x.sock";
+  c.daemon.socket_mode = 0600;
+  c.socket_group = "gpu";
+  c.daemon.metrics_listen = "";
+  c.daemon.detection.stage_m = 11;
+  c.daemon.detection.similarity_threshold = 0.123456789012345;
+  c.daemon.detection.boundary_patterns = {"a*", "b?c"};
+  c.policy.size_weight = 3.25;
+  c.policy.full_duplex = false;
+  c.device_limits = {{2, 123456789}, {0, 99}};
+  c.log_level = "warn";
+  const ConfigResult back = ParseConfigText(ToYaml(c), "roundtrip");
+  ASSERT_TRUE(back.ok()) << back.ErrorText() << "\n" << ToYaml(c);
+  EXPECT_EQ(ToYaml(back.config), ToYaml(c));
+  EXPECT_EQ(back.config.daemon.detection.similarity_threshold, 0.123456789012345);
+  EXPECT_EQ(back.config.device_limits[0].limit_bytes, 123456789u);
+  EXPECT_EQ(back.config.daemon.metrics_listen, "");
+}
+
+TEST(ConfigFileTest, CollectsEveryErrorNotJustTheFirst) {
+  const ConfigResult r =
+      ParseConfigText("detection: {stage_m: -1, stage_n: x}\nlog: {level: loud}\n", "t.yaml");
+  ASSERT_EQ(r.errors.size(), 2u) << r.ErrorText();  // cross-field checks wait for clean fields
+  EXPECT_NE(r.ErrorText().find("detection.stage_m"), std::string::npos);
+  EXPECT_NE(r.ErrorText().find("detection.stage_n"), std::string::npos);
+}
+
+TEST(ConfigFileTest, SyntaxErrorNamesLineAndColumn) {
+  const ConfigResult r = ParseConfigText("socket:\n  path: [unclosed\n", "bad.yaml");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].rfind("bad.yaml:", 0), 0u) << r.errors[0];
+  EXPECT_NE(r.errors[0].find("not valid YAML"), std::string::npos) << r.errors[0];
+}
+
+TEST(ConfigFileTest, MissingFileIsAnErrorNamingThePath) {
+  const ConfigResult r = LoadConfigFile("/nonexistent/chameleond.yaml");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0],
+            "/nonexistent/chameleond.yaml: cannot read the config file: No such file or directory");
+}
+
+// The reader must know every option. When a field is added to DaemonOptions, DetectionOptions or
+// GeneratorOptions, this fails: add it to config_file.cc, config_yaml.cc, the example file and
+// the tests above, then update the sizes here.
+TEST(ConfigFileTest, KnowsEveryOptionField) {
+  EXPECT_EQ(sizeof(DetectionOptions), 80u) << "DetectionOptions changed: update the config file";
+  EXPECT_EQ(sizeof(DaemonOptions), 200u) << "DaemonOptions changed: update the config file";
+  EXPECT_EQ(sizeof(policy::GeneratorOptions), 64u) << "GeneratorOptions changed: update the config";
+}
+
+/// One invalid document and the exact error line it must produce.
+struct BadCase {
+  const char* yaml;
+  const char* error;
+};
+
+class InvalidFieldTest : public testing::TestWithParam<BadCase> {};
+
+TEST_P(InvalidFieldTest, IsNamedPrecisely) {
+  const ConfigResult r = ParseConfigText(GetParam().yaml, "t.yaml");
+  ASSERT_EQ(r.errors.size(), 1u) << r.ErrorText();
+  EXPECT_EQ(r.errors[0], std::string("t.yaml: ") + GetParam().error);
+}
+
+constexpr BadCase kBadCases[] = {
+    {"- a\n- b\n", "(top level): expected a map, got a list"},
+    {"sockets: {}",
+     "sockets: unknown key (expected one of: socket, metrics, clients, detection, "
+     "policy, devices, log)"},
+    {"socket: /run/x.sock", "socket: expected a map, got '/run/x.sock'"},
+    {"socket: {path: rel.sock}",
+     "socket.path: expected an absolute path of at most 107 bytes, got 'rel.sock'"},
+    {"socket: {path: [a]}", "socket.path: expected a string, got a list"},
+    {"socket: {mode: \"0999\"}",
+     "socket.mode: expected octal permission bits in [0, 0777] such as \"0660\", got '0999'"},
+    {"socket: {mode: 01777}",
+     "socket.mode: expected octal permission bits in [0, 0777] such as \"0660\", got '01777'"},
+    {"socket: {group: Wheel!}",
+     "socket.group: expected a group name ([a-z_][a-z0-9_-]*, at most 32 characters) or empty, "
+     "got 'Wheel!'"},
+    {"socket: {owner: root}", "socket.owner: unknown key (expected one of: path, mode, group)"},
+    {"metrics: {listen: localhost}",
+     "metrics.listen: expected HOST:PORT with PORT in [0, 65535] (IPv6 as [ADDR]:PORT) or empty "
+     "to disable, got 'localhost'"},
+    {"metrics: {listen: \"127.0.0.1:70000\"}",
+     "metrics.listen: expected HOST:PORT with PORT in [0, 65535] (IPv6 as [ADDR]:PORT) or empty "
+     "to disable, got '127.0.0.1:70000'"},
+    {"clients: {max: 0}", "clients.max: expected an integer in [1, 4096], got '0'"},
+    {"clients: {max: 2.5}", "clients.max: expected an integer in [1, 4096], got '2.5'"},
+    {"clients: {drain_interval_ms: 0}",
+     "clients.drain_interval_ms: expected an integer in [1, 1000], got '0'"},
+    {"clients: {drain_batch_records: 99999999}",
+     "clients.drain_batch_records: expected an integer in [1, 16777216], got '99999999'"},
+    {"clients: {housekeeping_interval_ms: 5}",
+     "clients.housekeeping_interval_ms: expected an integer in [10, 10000], got '5'"},
+    {"clients: {heartbeat_interval_ms: 1}",
+     "clients.heartbeat_interval_ms: expected an integer in [10, 60000], got '1'"},
+    {"clients: {heartbeat_timeout_ms: 150}",
+     "clients.heartbeat_timeout_ms: expected more than twice max(heartbeat_interval_ms, "
+     "housekeeping_interval_ms) = 200, got '150'"},
+    {"clients: {stuck_record_timeout_ms: 1e3}",
+     "clients.stuck_record_timeout_ms: expected an integer in [10, 60000], got '1e3'"},
+    {"detection: {stage_m: two}", "detection.stage_m: expected an integer in [0, 1000], got 'two'"},
+    {"detection: {stage_n: 1001}",
+     "detection.stage_n: expected an integer in [0, 1000], got '1001'"},
+    {"detection: {stage_n: }",
+     "detection.stage_n: expected an integer in [0, 1000], got nothing (null)"},
+    {"detection: {similarity_threshold: 1.5}",
+     "detection.similarity_threshold: expected a number in [0, 1], got '1.5'"},
+    {"detection: {length_change_threshold: nan}",
+     "detection.length_change_threshold: expected a number in [0, 1], got 'nan'"},
+    {"detection: {min_periods: 1}",
+     "detection.min_periods: expected an integer in [2, 64], got '1'"},
+    {"detection: {max_gram: 0}", "detection.max_gram: expected an integer in [1, 64], got '0'"},
+    {"detection: {gap_tolerance: -0.1}",
+     "detection.gap_tolerance: expected a number in [0, 1], got '-0.1'"},
+    {"detection: {max_history_ops: 10}",
+     "detection.max_history_ops: expected an integer in [1024, 268435456], got '10'"},
+    {"detection: {boundary_patterns: \"*step*\"}",
+     "detection.boundary_patterns: expected a list of non-empty strings, got '*step*'"},
+    {"detection: {boundary_patterns: [a, \"\"]}",
+     "detection.boundary_patterns[1]: expected a non-empty string, got ''"},
+    {"detection: {stage: 2}",
+     "detection.stage: unknown key (expected one of: stage_m, stage_n, similarity_threshold, "
+     "length_change_threshold, min_periods, min_period_ops, max_gram, gap_tolerance, "
+     "max_history_ops, boundary_patterns)"},
+    {"detection: {min_period_ops: 0}",
+     "detection.min_period_ops: expected an integer in [1, 1048576], got '0'"},
+    {"policy: {size_weight: heavy}",
+     "policy.size_weight: expected a number in [0, 100], got 'heavy'"},
+    {"policy: {prefetch_margin: 2}",
+     "policy.prefetch_margin: expected a number in [0, 1], got '2'"},
+    {"policy: {host_bandwidth_bytes_per_s: 0}",
+     "policy.host_bandwidth_bytes_per_s: expected a number in (0, 1e+13], got '0'"},
+    {"policy: {link_efficiency: 0}",
+     "policy.link_efficiency: expected a number in (0, 1], got '0'"},
+    {"policy: {full_duplex: maybe}", "policy.full_duplex: expected true or false, got 'maybe'"},
+    {"policy: {min_swap_bytes: 12 parsecs}",
+     "policy.min_swap_bytes: expected a byte count >= 0 (an integer, or a number with B, KiB, MiB, "
+     "GiB, TiB, KB, MB, GB or TB), got '12 parsecs'"},
+    {"policy: {layers_per_phase: 5000}",
+     "policy.layers_per_phase: expected an integer in [0, 4096], got '5000'"},
+    {"devices: {index: 0}", "devices: expected a list of {index, memory_limit} maps, got a map"},
+    {"devices: [{index: 0}]", "devices[0].memory_limit: required key is missing"},
+    {"devices: [{index: 0, memory_limit: 0}]",
+     "devices[0].memory_limit: expected a byte count >= 1 (an integer, or a number with B, KiB, "
+     "MiB, GiB, TiB, KB, MB, GB or TB), got '0'"},
+    {"devices: [{index: 2000, memory_limit: 1GiB}]",
+     "devices[0].index: expected an integer in [0, 1023], got '2000'"},
+    {"devices: [{index: 1, memory_limit: 1GiB}, {index: 1, memory_limit: 2GiB}]",
+     "devices[1].index: expected a device index not listed before, got '1' again"},
+    {"devices: [{index: 0, memory_limit: 1GiB, uuid: x}]",
+     "devices[0].uuid: unknown key (expected one of: index, memory_limit)"},
+    {"log: {level: loud}",
+     "log.level: expected one of trace, debug, info, warn, error, critical, off, got 'loud'"},
+};
+
+INSTANTIATE_TEST_SUITE_P(EveryKey, InvalidFieldTest, testing::ValuesIn(kBadCases));
+
+}  // namespace
+}  // namespace chameleon::daemon
