@@ -311,7 +311,9 @@ void ClientSession::HandleMark(const ipc::IterationMarkRecord& mark) {
   ++marks_;
   if (mark.device_time_ns > 0) {
     iteration_s_ = double(mark.device_time_ns) * 1e-9;
-  } else if (last_mark_host_ns_ != 0 && mark.host_time_ns > last_mark_host_ns_) {
+    device_time_seen_ = true;
+  } else if (!device_time_seen_ && last_mark_host_ns_ != 0 &&
+             mark.host_time_ns > last_mark_host_ns_) {
     iteration_s_ = double(mark.host_time_ns - last_mark_host_ns_) * 1e-9;
   }
   last_mark_host_ns_ = mark.host_time_ns;

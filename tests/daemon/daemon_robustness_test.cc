@@ -242,7 +242,10 @@ TEST_F(RobustnessTest, ThousandShortLivedClientsLeaveNoLeaksAndBoundedSeries) {
     ASSERT_TRUE(client->Launch(16 + i % 7));
   }
   ASSERT_TRUE(WaitFor([&] { return daemon_->clients() == 0; }, 20000));
-  EXPECT_EQ(CountFds(), fds);
+  // A per-client leak would show as ~1,000 more descriptors. The baseline itself may still hold
+  // the warm client's socket while the loop finishes closing it (seen under TSan), so the count
+  // may end lower than the baseline, never higher.
+  EXPECT_TRUE(WaitFor([&] { return CountFds() <= fds; })) << CountFds() << " > " << fds;
   EXPECT_EQ(CountSegmentMappings(), maps);
   const std::string text = Control({{"command", "metrics"}})["text"];
   // One client at a time used slot 0 again and again: one series per family.

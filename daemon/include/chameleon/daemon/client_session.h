@@ -167,6 +167,9 @@ class ClientSession {
   // Iteration time from the shim's IterationMark records.
   std::uint64_t marks_ = 0;
   std::uint64_t last_mark_host_ns_ = 0;
+  /// Once the shim has reported one device-timed iteration, host wall time is never used again:
+  /// mixing the two would compare a policy's prediction with a measurement in another clock.
+  bool device_time_seen_ = false;
   double iteration_s_ = 0;
 
   // Detailed iteration.
