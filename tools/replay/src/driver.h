@@ -7,8 +7,9 @@
 
 #include <cuda.h>
 
-#include <stdexcept>
 #include <string>
+
+#include "chameleon/driver_loader/driver_loader.h"
 
 namespace chameleon::replay {
 
@@ -47,21 +48,8 @@ struct DriverApi {
 #undef REPLAY_DECLARE_MEMBER
 };
 
-/// A failed driver call; out-of-memory has its own type so main() can report it as such.
-class DriverError : public std::runtime_error {
- public:
-  DriverError(CUresult result, const std::string& message)
-      : std::runtime_error(message), result_(result) {}
-  CUresult result() const { return result_; }
-
- private:
-  CUresult result_;
-};
-
-class OutOfMemory : public DriverError {
- public:
-  using DriverError::DriverError;
-};
+using driver_loader::DriverError;
+using driver_loader::OutOfMemory;
 
 /// dlopen("libcuda.so.1") + cuGetProcAddress_v2 for every entry point. Throws DriverError.
 DriverApi LoadDriver();

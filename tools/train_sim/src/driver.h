@@ -10,8 +10,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
+
+#include "chameleon/driver_loader/driver_loader.h"
 
 namespace chameleon::train_sim {
 
@@ -67,22 +68,8 @@ struct DriverApi {
   int (*simgpu_physical_usage)(int, std::uint64_t*, std::uint64_t*) = nullptr;
 };
 
-/// A failed driver call. `result` is the CUresult; out-of-memory has its own type below so the
-/// trainer can report it the way users expect.
-class DriverError : public std::runtime_error {
- public:
-  DriverError(CUresult result, const std::string& message)
-      : std::runtime_error(message), result_(result) {}
-  CUresult result() const { return result_; }
-
- private:
-  CUresult result_;
-};
-
-class OutOfMemory : public DriverError {
- public:
-  using DriverError::DriverError;
-};
+using driver_loader::DriverError;
+using driver_loader::OutOfMemory;
 
 /// Loads "libcuda.so.1" (found through the library path, e.g. LD_LIBRARY_PATH=build/simgpu) and
 /// resolves every entry point through cuGetProcAddress_v2. Throws DriverError with a clear
