@@ -26,6 +26,21 @@ ipc::Policy ToIpcPolicy(const Plan& plan, const Profile& profile) {
   const std::size_t n = profile.ops.size();
   // Ops >= n are the next iteration's: the anchor is the same (token, occurrence).
   const auto anchor = [&](std::uint32_t op) { return anchors[op % n]; };
+  // The tensor's index among its out-anchor op's tensors, in the order the shim lists them: a
+  // profile op's reads then writes (the daemon's ProfileBuilder keeps a launch's ids in record
+  // order, a copy's source in reads and destination in writes, a memset's destination in writes).
+  const auto arg_of = [&](std::uint32_t op, std::uint32_t tensor) -> std::uint16_t {
+    const ProfileOp& o = profile.ops[op % n];
+    std::size_t i = 0;
+    for (const auto* list : {&o.reads, &o.writes}) {
+      for (std::uint32_t t : *list) {
+        if (t == tensor)
+          return i < ipc::kOutArgUnknown ? static_cast<std::uint16_t>(i) : ipc::kOutArgUnknown;
+        ++i;
+      }
+    }
+    return ipc::kOutArgUnknown;
+  };
   for (const PlannedSwap& s : swaps) {
     const TensorFeatures& f = features[s.tensor];
     ipc::SwapEntry e{};
@@ -41,6 +56,9 @@ ipc::Policy ToIpcPolicy(const Plan& plan, const Profile& profile) {
     e.use_occurrence = anchor(s.use_op).occurrence;
     e.tier = static_cast<std::uint16_t>(s.tier);
     e.helper = s.helper;
+    e.out_arg = arg_of(s.out_after_op, s.tensor);
+    // Either trigger past the iteration's end makes the binding outlive the boundary.
+    if (s.in_start_op >= n || s.use_op >= n) e.entry_flags |= ipc::kEntryWraps;
     policy.entries.push_back(e);
   }
   return policy;

@@ -144,6 +144,7 @@ AllocationTable::~AllocationTable() {
 void AllocationTable::Recycle(AllocationState* state) {
   state->flags.store(0, std::memory_order_relaxed);
   state->executor_slot.store(nullptr, std::memory_order_relaxed);
+  state->last_stream.store(0, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
   free_states_.push_back(state);
 }

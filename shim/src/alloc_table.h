@@ -13,8 +13,8 @@
 // waits for a writer. Memory is type-stable (never unmapped), so a racing reader can read stale
 // values but never freed memory; the sequence check discards them.
 //
-// Per-allocation state (AllocationState) lives in a type-stable pool and is what the swap
-// executor (issue 9) will extend: `flags` carries kNeverSwap today and room for residency bits.
+// Per-allocation state (AllocationState) lives in a type-stable pool; the swap executor mirrors
+// residency bits into its `flags` word, which the launch path tests with one load.
 //
 // Thread-safety: Lookup is wait-free-bounded and callable from any thread; Insert/Remove/Mark*
 // take the writer mutex.
@@ -33,8 +33,10 @@ inline constexpr std::uint32_t kMaxDevices = 64;
 
 /// Bits of AllocationState::flags.
 enum AllocationFlag : std::uint32_t {
-  kNeverSwap = 1u << 0,  ///< IPC-exported / shareable handle: must never move
-  // Reserved for the swap executor: kSwappedOut, kSwapInFlight, kVmmBacked, ...
+  kNeverSwap = 1u << 0,  ///< IPC-exported / shareable handle, or passed through: must never move
+  /// Mirrored by the swap executor (swap::kSwapFlagSwappedOut / kSwapFlagInFlight, same bits):
+  kSwappedOut = 1u << 8,    ///< contents on the host: the next op naming it faults it in
+  kSwapInFlight = 1u << 9,  ///< swap-in issued, not known complete: the op's stream waits
 };
 
 /// What the shim knows about one live allocation. Pool-allocated and recycled, never freed.
@@ -46,8 +48,11 @@ struct AllocationState {
   std::uint16_t device = 0;
   std::uint8_t kind = 0;                ///< ipc::AllocKind
   std::atomic<std::uint32_t> flags{0};  ///< AllocationFlag bits
-  /// Slot for the swap executor's per-allocation data (null today).
+  /// The swap executor's AllocId for this allocation (reinterpret_cast), null when the
+  /// allocation was passed through to the driver.
   std::atomic<void*> executor_slot{nullptr};
+  /// Stream of the last op that named it, as told to the executor (warm-up eviction fences).
+  std::atomic<std::uint64_t> last_stream{0};
 };
 
 /// Result of a hot-path lookup.

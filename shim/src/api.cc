@@ -7,10 +7,37 @@
 #include <string>
 
 #include "client.h"
+#include "executor.h"
 #include "log.h"
 #include "runtime.h"
 
 using namespace chameleon::shim;
+
+namespace {
+
+void FillExecutorStats(ChameleonShimStats* s) {
+  Executor* ex = ExecutorIfOn();
+  if (ex == nullptr) return;
+  const swap::SwapCounters& c = ex->counters;
+  const auto get = [](const std::atomic<std::uint64_t>& v) { return swap::SwapCounters::Get(v); };
+  s->executor_on = 1;
+  s->device_limit_bytes = ex->engine->device_limit();
+  s->swap_out_bytes = get(c.swap_out_bytes);
+  s->swap_in_bytes = get(c.swap_in_bytes);
+  s->fault_ins = get(c.fault_ins);
+  s->evictions = get(c.evictions);
+  s->stall_count = get(c.stall_count);
+  s->stall_ns = get(c.stall_ns);
+  s->prefetch_hits = get(c.prefetch_hits);
+  s->prefetch_misses = get(c.prefetch_misses);
+  s->vmm_calls = get(c.vmm_calls);
+  s->chunk_bytes = get(c.chunk_bytes);
+  s->policy_generation_applied = get(c.policy_generation);
+  s->policy_ignored = get(c.policy_ignored);
+  s->executor_iterations = get(c.iterations);
+}
+
+}  // namespace
 
 extern "C" __attribute__((visibility("default"))) uint64_t chameleon_shim_call_count(
     const char* symbol) {
@@ -41,6 +68,7 @@ extern "C" __attribute__((visibility("default"))) int chameleon_shim_get_stats(
     s.detail_done_seq = rt.telemetry.detail_done();
     s.active_captures = static_cast<uint64_t>(rt.active_captures.load(std::memory_order_relaxed));
     s.daemon_disabled = rt.daemon_disabled.load(std::memory_order_relaxed) ? 1 : 0;
+    FillExecutorStats(&s);
   }
   std::memcpy(out, &s, s.struct_bytes);
   return 0;
@@ -84,6 +112,26 @@ void LogExitStats() {
       static_cast<unsigned long long>(rt.table.live_count()),
       static_cast<unsigned long long>(rt.total_peak.load(std::memory_order_relaxed)),
       static_cast<unsigned long long>(rt.telemetry.iterations()), calls.c_str());
+  ChameleonShimStats s{};
+  FillExecutorStats(&s);
+  if (s.executor_on == 0) return;
+  // One line, key=value, parsed by tests and scripts (docs/shim.md).
+  Log(LogLevel::kWarn,
+      "executor: limit=%llu swap_out_bytes=%llu swap_in_bytes=%llu fault_ins=%llu "
+      "evictions=%llu stalls=%llu stall_ns=%llu prefetch_hits=%llu prefetch_misses=%llu "
+      "vmm_calls=%llu chunk_bytes=%llu policy_generation=%llu policy_ignored=%llu "
+      "iterations=%llu",
+      static_cast<unsigned long long>(s.device_limit_bytes),
+      static_cast<unsigned long long>(s.swap_out_bytes),
+      static_cast<unsigned long long>(s.swap_in_bytes),
+      static_cast<unsigned long long>(s.fault_ins), static_cast<unsigned long long>(s.evictions),
+      static_cast<unsigned long long>(s.stall_count), static_cast<unsigned long long>(s.stall_ns),
+      static_cast<unsigned long long>(s.prefetch_hits),
+      static_cast<unsigned long long>(s.prefetch_misses),
+      static_cast<unsigned long long>(s.vmm_calls), static_cast<unsigned long long>(s.chunk_bytes),
+      static_cast<unsigned long long>(s.policy_generation_applied),
+      static_cast<unsigned long long>(s.policy_ignored),
+      static_cast<unsigned long long>(s.executor_iterations));
 }
 
 }  // namespace

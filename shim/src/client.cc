@@ -18,6 +18,7 @@
 #include "chameleon/ipc/socket_protocol.h"
 #include "chameleon/ipc/unix_socket.h"
 #include "device_facts.h"
+#include "executor.h"
 #include "log.h"
 #include "runtime.h"
 
@@ -48,7 +49,10 @@ class Client {
   void Disconnect(const char* why);
   void NoteExit() {
     ipc::SegmentHeader* h = header_.load(std::memory_order_acquire);
-    if (h != nullptr) h->client_exited.store(1, std::memory_order_release);
+    if (h == nullptr) return;
+    // The executor's last figures (the timer may not have run since the last boundary).
+    if (Executor* ex = ExecutorIfOn()) ex->counters.PublishTo(h);
+    h->client_exited.store(1, std::memory_order_release);
   }
   void ForgetAfterFork() {
     if (sock_ >= 0) ::close(sock_);
@@ -147,6 +151,10 @@ bool Client::TryConnect(int timeout_ms) {
 void Client::Attach() {
   ipc::SegmentHeader* h = segment_.header();
   h->client_heartbeat_ns.store(NowNs(), std::memory_order_relaxed);
+  // The limit the daemon must plan for: known from the environment before the executor starts.
+  const std::uint64_t limit = ExecutorLimit();
+  h->device_limit_bytes.store(limit != 0 ? limit : rt_->config.device_limit_bytes,
+                              std::memory_order_release);
   mailbox_ = segment_.mailbox_reader();
   rt_->kernels.AttachNames(segment_.name_writer(), true, &h->names_dropped);
   std::lock_guard<std::mutex> lock(rt_->tracker_mu);
@@ -206,8 +214,13 @@ void Client::PollPolicy() {
   }
   rt_->telemetry.SetBoundary(policy.boundary);
   generation_.store(policy.summary.generation, std::memory_order_relaxed);
-  segment_.header()->policy_generation_applied.store(policy.summary.generation,
-                                                     std::memory_order_relaxed);
+  if (ExecutorIfOn() != nullptr) {
+    // Applied at the next iteration boundary; Tick publishes the generation in force.
+    ExecutorSetPolicy(policy);
+  } else {
+    segment_.header()->policy_generation_applied.store(policy.summary.generation,
+                                                       std::memory_order_relaxed);
+  }
   if (rt_->config.debug_seqchange) {
     std::string sig;
     for (std::uint32_t t : policy.boundary) {
@@ -235,6 +248,10 @@ void Client::Tick() {
                              std::memory_order_relaxed);
   h->device_bytes_peak.store(rt_->total_peak.load(std::memory_order_relaxed),
                              std::memory_order_relaxed);
+  if (Executor* ex = ExecutorIfOn()) {
+    ex->counters.PublishTo(h);
+    h->device_limit_bytes.store(ex->engine->device_limit(), std::memory_order_release);
+  }
   const std::uint32_t flags = h->control_flags.load(std::memory_order_acquire);
   rt_->daemon_disabled.store((flags & ipc::kControlDisabled) != 0, std::memory_order_relaxed);
   const std::uint32_t request = h->detail_request_seq.load(std::memory_order_acquire);

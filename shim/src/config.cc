@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "chameleon/ipc/constants.h"
 #include "log.h"
@@ -21,7 +22,47 @@ bool ParseBoundedInt(const char* text, std::uint64_t max, std::uint64_t* out) {
   return true;
 }
 
+bool ParseByteSize(const char* text, std::uint64_t* out) {
+  if (text == nullptr) return false;
+  std::size_t digits = 0;
+  while (text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || digits > 20) return false;
+  const std::string number(text, digits);
+  std::uint64_t value = 0;
+  if (!ParseBoundedInt(number.c_str(), UINT64_MAX, &value) || value == 0) return false;
+  const char* suffix = text + digits;
+  static constexpr struct {
+    char letter;
+    int shift;
+  } kUnits[] = {{'K', 10}, {'M', 20}, {'G', 30}, {'T', 40}};
+  int shift = -1;
+  if (suffix[0] == '\0') {
+    shift = 0;
+  } else {
+    for (const auto& u : kUnits) {
+      if (suffix[0] != u.letter) continue;
+      if (suffix[1] == '\0' || std::strcmp(suffix + 1, "iB") == 0) shift = u.shift;
+    }
+  }
+  if (shift < 0 || (shift > 0 && value > (UINT64_MAX >> shift))) return false;
+  *out = value << shift;
+  return true;
+}
+
 namespace {
+
+void ReadBytes(const char* name, std::uint64_t* field) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) return;
+  std::uint64_t value = 0;
+  if (ParseByteSize(text, &value)) {
+    *field = value;
+  } else {
+    Log(LogLevel::kWarn,
+        "ignoring %s='%s' (expected bytes > 0, optionally with K, M, G, T, KiB, MiB, GiB or TiB)",
+        name, text);
+  }
+}
 
 void ReadInt(const char* name, std::uint64_t max, int* field) {
   const char* text = std::getenv(name);
@@ -62,6 +103,32 @@ Config LoadConfig() {
   config.debug_stats = debug != nullptr && std::strstr(debug, "stats") != nullptr;
   const char* telemetry = std::getenv("CHAMELEON_TELEMETRY");
   config.telemetry = !(telemetry != nullptr && std::strcmp(telemetry, "0") == 0);
+  if (const char* limit = std::getenv("CHAMELEON_DEVICE_LIMIT")) {
+    if (!ParseByteSize(limit, &config.device_limit_bytes)) {
+      config.device_limit_bytes = 0;
+      Log(LogLevel::kError,
+          "CHAMELEON_DEVICE_LIMIT='%s' is not a byte count (e.g. 8589934592, 8G, 8GiB, 512M): "
+          "no device limit, swapping stays off unless a daemon is present",
+          limit);
+    }
+  }
+  if (const char* policy = std::getenv("CHAMELEON_SWAP_POLICY")) {
+    if (std::strcmp(policy, "off") == 0 || std::strcmp(policy, "0") == 0) {
+      config.swap_policy = false;
+    } else if (std::strcmp(policy, "on") != 0 && std::strcmp(policy, "1") != 0) {
+      Log(LogLevel::kWarn, "ignoring CHAMELEON_SWAP_POLICY='%s' (expected on or off)", policy);
+    }
+  }
+  if (const char* scan = std::getenv("CHAMELEON_POINTER_SCAN")) {
+    if (std::strcmp(scan, "off") == 0 || std::strcmp(scan, "0") == 0) {
+      config.pointer_scan = false;
+    } else if (std::strcmp(scan, "on") != 0 && std::strcmp(scan, "1") != 0) {
+      Log(LogLevel::kWarn, "ignoring CHAMELEON_POINTER_SCAN='%s' (expected on or off)", scan);
+    }
+  }
+  ReadBytes("CHAMELEON_HOST_POOL_BYTES", &config.host_pool_bytes);
+  ReadBytes("CHAMELEON_SWAP_CHUNK_BYTES", &config.swap_chunk_bytes);
+  ReadBytes("CHAMELEON_SWAP_MIN_BYTES", &config.swap_min_bytes);
   return config;
 }
 

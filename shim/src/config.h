@@ -18,6 +18,13 @@ struct Config {
   bool debug_seqchange = false;         ///< CHAMELEON_DEBUG contains "seqchange"
   bool debug_stats = false;             ///< CHAMELEON_DEBUG contains "stats": summary at exit
   bool telemetry = true;                ///< CHAMELEON_TELEMETRY=0 keeps only the tracking
+  // --- swap executor (docs/shim.md, "Swap executor") ---
+  std::uint64_t device_limit_bytes = 0;     ///< CHAMELEON_DEVICE_LIMIT (0 = not set or invalid)
+  bool swap_policy = true;                  ///< CHAMELEON_SWAP_POLICY=off: safety net only
+  bool pointer_scan = true;                 ///< CHAMELEON_POINTER_SCAN=off: no pointer-table scan
+  std::uint64_t host_pool_bytes = 0;        ///< CHAMELEON_HOST_POOL_BYTES (0 = half the host RAM)
+  std::uint64_t swap_chunk_bytes = 0;       ///< CHAMELEON_SWAP_CHUNK_BYTES (0 = VMM granularity)
+  std::uint64_t swap_min_bytes = 2u << 20;  ///< CHAMELEON_SWAP_MIN_BYTES: smaller ones pass through
 };
 
 /// Reads the environment (getenv: init only).
@@ -25,5 +32,10 @@ Config LoadConfig();
 
 /// Parses a non-negative decimal integer with an upper bound; false on anything else.
 bool ParseBoundedInt(const char* text, std::uint64_t max, std::uint64_t* out);
+
+/// Parses a byte count: decimal digits with an optional binary suffix K, M, G, T or KiB, MiB,
+/// GiB, TiB (case-sensitive as written; "2G" = "2GiB" = 2^31). False on anything else, on 0 and
+/// on overflow.
+bool ParseByteSize(const char* text, std::uint64_t* out);
 
 }  // namespace chameleon::shim

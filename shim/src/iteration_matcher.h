@@ -18,13 +18,16 @@ class IterationMatcher {
   void SetSignature(std::span<const std::uint32_t> tokens);
   std::size_t length() const { return length_; }
 
-  /// Feeds one op token; true when it completes an occurrence of the signature.
+  /// Feeds one op token; true when it completes an occurrence of the signature. Occurrences do
+  /// not overlap: matching restarts after each one.
   bool Step(std::uint32_t token) {
     if (length_ == 0) return false;
     while (state_ > 0 && signature_[state_] != token) state_ = fail_[state_ - 1];
     if (signature_[state_] == token) ++state_;
     if (state_ == length_) {
-      state_ = fail_[length_ - 1];
+      // Non-overlapping, like the daemon's tracker and detector: a run of identical ops longer
+      // than the signature (ResNet's chunked launches) is one boundary, not one per extra op.
+      state_ = 0;
       return true;
     }
     return false;

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "client.h"
+#include "executor.h"
 #include "log.h"
 
 namespace chameleon::shim {
@@ -52,6 +53,7 @@ void AtForkChild() {
   rt.active_captures.store(0, std::memory_order_relaxed);
   rt.daemon_disabled.store(false, std::memory_order_relaxed);
   ClientForgetAfterFork();
+  ExecutorForgetAfterFork();
   rt.client_started.store(false, std::memory_order_relaxed);
 }
 

@@ -29,7 +29,14 @@ struct BoundaryHit {
   bool hit = false;
   std::uint64_t iteration = 0;
   std::uint64_t ops = 0;
-  std::uint16_t flags = 0;  ///< flags the IterationMark carries
+  std::uint16_t flags = 0;       ///< flags the IterationMark carries
+  std::uint64_t generation = 0;  ///< policy generation in force at the boundary
+};
+
+/// A device-timed interval between two boundary events.
+struct TimedInterval {
+  std::uint64_t iteration = 0;  ///< interval j: from boundary j to boundary j + 1 (0 = none)
+  std::uint64_t device_ns = 0;
 };
 
 class Telemetry {
@@ -95,7 +102,8 @@ class Telemetry {
   bool PushLocked(ipc::RecordType type, std::uint16_t flags, const void* head, std::size_t hb,
                   const void* tail, std::size_t tb);
   BoundaryHit StepIteration(std::uint32_t token);
-  std::uint64_t BoundaryDeviceTime(CUstream stream, bool capturing);
+  TimedInterval BoundaryDeviceTime(std::uint64_t boundary, CUstream stream, bool capturing);
+  TimedInterval NewestCompletedLocked(std::uint64_t boundary);
 
   std::atomic<bool> active_{false};
   SpinLock lock_;
@@ -105,6 +113,10 @@ class Telemetry {
   bool ring_valid_ = false;
   IterationMatcher matcher_;
   std::uint64_t ops_in_iteration_ = 0;
+  std::uint64_t last_iteration_ops_ = 0;  // ops of the last accepted iteration (0: none yet)
+  std::uint64_t ignored_matches_ = 0;     // signature occurrences too early to be a boundary
+  bool boundary_seen_ = false;            // since the signature was set
+  std::vector<std::uint32_t> signature_;  // the one the matcher holds (to ignore re-sends)
   std::uint64_t iteration_ = 0;
   bool detailed_ = false;
   std::uint32_t detailed_seq_ = 0;
@@ -115,11 +127,14 @@ class Telemetry {
   std::atomic<std::uint64_t> detail_done_{0};
   std::atomic<std::uint32_t> detail_requested_{0};
   // --- boundary events, guarded by events_mu_ (try-locked; a busy mutex skips timing) ---
+  // Boundary b records its event in slot b % kEventSlots; event_boundary_ says which boundary a
+  // slot holds (0 = none), so an interval is timed only between two consecutive boundaries.
+  // Enough slots for the host to run several iterations ahead of the device.
   std::mutex events_mu_;
-  static constexpr int kEventSlots = 4;
+  static constexpr int kEventSlots = 8;
   CUevent events_[kEventSlots] = {};
-  bool event_recorded_[kEventSlots] = {};
-  std::uint64_t boundaries_timed_ = 0;
+  std::uint64_t event_boundary_[kEventSlots] = {};
+  std::uint64_t last_timed_ = 0;  // newest interval reported (never report an older one)
   // --- configuration ---
   const DriverAux* aux_ = nullptr;
   const std::atomic<std::uint64_t>* device_live_ = nullptr;

@@ -1,5 +1,7 @@
 #include "tracker.h"
 
+#include "executor.h"
+
 #include <vector>
 
 namespace chameleon::shim {
@@ -53,8 +55,9 @@ std::uint16_t CurrentDevice(const Runtime& rt) {
   return static_cast<std::uint16_t>(dev);
 }
 
-void TrackAlloc(Runtime& rt, std::uint64_t address, std::uint64_t bytes, ipc::AllocKind kind,
-                std::uint64_t stream, std::uint16_t device, bool counts_device_bytes) {
+AllocationState* TrackAlloc(Runtime& rt, std::uint64_t address, std::uint64_t bytes,
+                            ipc::AllocKind kind, std::uint64_t stream, std::uint16_t device,
+                            bool counts_device_bytes, int swappable) {
   AllocationState* s = rt.table.NewState();
   std::lock_guard<std::mutex> lock(rt.tracker_mu);
   s->id = rt.next_allocation_id++;
@@ -63,13 +66,15 @@ void TrackAlloc(Runtime& rt, std::uint64_t address, std::uint64_t bytes, ipc::Al
   s->stream = stream;
   s->device = device;
   s->kind = static_cast<std::uint8_t>(kind);
-  if (bytes < kSwapGranularity) s->flags.fetch_or(kNeverSwap, std::memory_order_relaxed);
+  if (swappable == 0 || (swappable < 0 && bytes < kSwapGranularity)) {
+    s->flags.fetch_or(kNeverSwap, std::memory_order_relaxed);
+  }
   if (!rt.table.Insert(s)) {
     rt.table.Recycle(s);
-    return;
+    return nullptr;
   }
   if (counts_device_bytes) AddBytes(rt, device, bytes);
-  if (!rt.telemetry.active()) return;
+  if (!rt.telemetry.active()) return s;
   ipc::AllocRecord r{};
   r.id = s->id;
   r.address = address;
@@ -79,6 +84,7 @@ void TrackAlloc(Runtime& rt, std::uint64_t address, std::uint64_t bytes, ipc::Al
   r.kind = s->kind;
   r.swappable = (s->flags.load(std::memory_order_relaxed) & kNeverSwap) ? 0 : 1;
   rt.telemetry.PushEvent(ipc::RecordType::kAlloc, &r, sizeof(r));
+  return s;
 }
 
 void TrackFree(Runtime& rt, std::uint64_t address, std::uint64_t stream, bool counts_device_bytes) {
@@ -97,12 +103,14 @@ void TrackVmmCreate(Runtime& rt, CUmemGenericAllocationHandle handle, std::uint6
   AddBytes(rt, device, bytes);
 }
 
-void TrackVmmRelease(Runtime& rt, CUmemGenericAllocationHandle handle) {
+bool TrackVmmRelease(Runtime& rt, CUmemGenericAllocationHandle handle, VmmHandle* released) {
   std::lock_guard<std::mutex> lock(rt.tracker_mu);
   auto it = rt.vmm_handles.find(handle);
-  if (it == rt.vmm_handles.end()) return;
+  if (it == rt.vmm_handles.end()) return false;
   SubBytes(rt, it->second.device, it->second.bytes);
+  *released = it->second;
   rt.vmm_handles.erase(it);
+  return true;
 }
 
 void TrackVmmMap(Runtime& rt, std::uint64_t address, std::uint64_t bytes,
@@ -118,7 +126,9 @@ void TrackVmmMap(Runtime& rt, std::uint64_t address, std::uint64_t bytes,
     }
   }
   // Physical bytes were counted at cuMemCreate; the mapping is the visible "tensor".
-  TrackAlloc(rt, address, bytes, ipc::AllocKind::kVmmMap, 0, device, false);
+  // The program's own VMM stays its own: tracked, never swapped while the executor is on.
+  TrackAlloc(rt, address, bytes, ipc::AllocKind::kVmmMap, 0, device, false,
+             ExecutorIfOn() != nullptr ? 0 : -1);
   if (exported) MarkNeverSwapAddress(rt, address);
 }
 

@@ -20,16 +20,20 @@ std::uint16_t CurrentDevice(const Runtime& rt);
 /// The calling thread switched contexts (cuCtxSetCurrent, push/pop, create, destroy).
 void InvalidateCurrentDevice();
 
-/// A new live allocation [address, address + bytes) on `device`.
-void TrackAlloc(Runtime& rt, std::uint64_t address, std::uint64_t bytes, ipc::AllocKind kind,
-                std::uint64_t stream, std::uint16_t device, bool counts_device_bytes);
+/// A new live allocation [address, address + bytes) on `device`. `swappable`: 1 = yes (the
+/// executor serves it), 0 = never (passed through while the executor is on), -1 = by size (the
+/// daemon may plan it when >= kSwapGranularity). Returns its state (null when the table is full).
+AllocationState* TrackAlloc(Runtime& rt, std::uint64_t address, std::uint64_t bytes,
+                            ipc::AllocKind kind, std::uint64_t stream, std::uint16_t device,
+                            bool counts_device_bytes, int swappable = -1);
 /// The allocation starting at `address` is gone. Unknown addresses are ignored.
 void TrackFree(Runtime& rt, std::uint64_t address, std::uint64_t stream, bool counts_device_bytes);
 
 /// VMM: physical handles (device bytes) and mappings (the "tensors").
 void TrackVmmCreate(Runtime& rt, CUmemGenericAllocationHandle handle, std::uint64_t bytes,
                     std::uint16_t device);
-void TrackVmmRelease(Runtime& rt, CUmemGenericAllocationHandle handle);
+/// True (and `*released` filled) when `handle` was known.
+bool TrackVmmRelease(Runtime& rt, CUmemGenericAllocationHandle handle, VmmHandle* released);
 void TrackVmmMap(Runtime& rt, std::uint64_t address, std::uint64_t bytes,
                  CUmemGenericAllocationHandle handle);
 void TrackVmmUnmap(Runtime& rt, std::uint64_t address, std::uint64_t bytes);

@@ -4,6 +4,7 @@
 #include <cuda.h>
 
 #include "chameleon/ipc/event_records.h"
+#include "executor.h"
 #include "runtime.h"
 
 /// Defines an exported wrapper whose symbol is exactly NAME (an asm label, so cuda.h's
@@ -37,14 +38,56 @@ inline bool RecordingOps(Runtime& rt) {
 /// True while `stream` captures a graph. Free unless some stream is capturing.
 bool StreamCapturing(const Runtime& rt, CUstream stream);
 
-void OnLaunch(Runtime& rt, const void* function, CUstream stream, void** params, void** extra);
-void OnGraphLaunch(Runtime& rt, CUstream stream);
-void OnCopy(Runtime& rt, std::uint32_t token, std::uint64_t src, std::uint64_t dst,
-            std::uint64_t bytes, CUstream stream);
-/// Unified/peer copies: the direction token comes from which side is tracked.
-void OnCopyAuto(Runtime& rt, std::uint64_t src, std::uint64_t dst, std::uint64_t bytes,
-                CUstream stream, bool peer);
-void OnMemset(Runtime& rt, std::uint64_t dst, std::uint64_t bytes, CUstream stream);
+// --- Ops: Begin* before forwarding to the driver, End* after it succeeded. -------------------
+// Begin collects the op's tensors (the tracked allocations its arguments point into) and, with the
+// swap executor on, runs the policy's triggers and the safety net before the op can run. A
+// Begin result other than CUDA_SUCCESS means "do not forward; return this". End pushes the record
+// (daemon attached) and runs the policy's swap-outs and the iteration boundary. With neither a
+// daemon nor the executor, Begin returns at once and End does nothing.
+
+/// State shared by every kind of op between Begin and End.
+struct PendingOp {
+  bool active = false;     ///< recording or executing: End has work
+  bool recording = false;  ///< a daemon is attached and has not disabled us
+  bool capture = false;    ///< the stream captures a graph: no records counted, no executor
+  Executor* ex = nullptr;  ///< the swap executor, when on
+  ExecOp exec;
+  std::uint32_t token = 0;
+  CUstream stream = nullptr;
+};
+
+/// A launch: the LaunchRecord (two words) followed by the tensor ids, so the ring gets one
+/// contiguous copy, and each tensor's state for the executor.
+struct LaunchOp : PendingOp {
+  static constexpr std::size_t kHeadWords = sizeof(ipc::LaunchRecord) / sizeof(std::uint64_t);
+  std::uint64_t words[kHeadWords + ipc::kMaxLaunchTensors];
+  AllocationState* states[ipc::kMaxLaunchTensors];
+  std::uint16_t count = 0;
+  std::uint16_t device = 0;
+  int budget = 256;  ///< 8-byte words still to scan
+  std::uint64_t* ids() { return words + kHeadWords; }
+};
+
+/// A copy or memset: at most two tensors (source then destination, the daemon's order).
+struct CopyOp : PendingOp {
+  ipc::RecordType type = ipc::RecordType::kCopy;
+  ipc::CopyRecord copy{};
+  ipc::MemsetRecord memset_rec{};
+  AllocationState* states[2] = {};
+  std::uint32_t count = 0;
+};
+
+CUresult BeginLaunch(Runtime& rt, const void* function, CUstream stream, void** params,
+                     void** extra, LaunchOp* op);
+void EndLaunch(Runtime& rt, LaunchOp* op);
+CUresult BeginGraphLaunch(Runtime& rt, CUstream stream, PendingOp* op);
+void EndGraphLaunch(Runtime& rt, PendingOp* op);
+/// `token` 0 = decide the direction from which side is tracked (unified/peer copies).
+CUresult BeginCopy(Runtime& rt, std::uint32_t token, std::uint64_t src, std::uint64_t dst,
+                   std::uint64_t bytes, CUstream stream, bool peer, CopyOp* op);
+CUresult BeginMemset(Runtime& rt, std::uint64_t dst, std::uint64_t bytes, CUstream stream,
+                     CopyOp* op);
+void EndCopy(Runtime& rt, CopyOp* op);
 void OnSync(Runtime& rt, ipc::SyncKind kind, CUstream stream);
 
 }  // namespace chameleon::shim

@@ -20,101 +20,137 @@ using MemsetAsyncFn = CUresult (*)(CUdeviceptr, T, size_t, CUstream);
 }  // namespace
 
 // clang-format off
-#define CHAMELEON_COPY(NAME, PT)                                                          \
-  CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, CUdeviceptr src, size_t n)) {                 \
-    Runtime& rt = Enter(kSym_##NAME);                                                     \
-    CHAMELEON_REAL(rt, NAME, CopyFn);                                                     \
-    const CUresult r = real(dst, src, n);                                                 \
-    if (r == CUDA_SUCCESS && Tracking(rt)) OnCopyAuto(rt, src, dst, n, EffectiveStream(nullptr, PT), false); \
-    return r;                                                                             \
+#define CHAMELEON_COPY(NAME, PT)                                                                  \
+  CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, CUdeviceptr src, size_t n)) {                         \
+    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    CHAMELEON_REAL(rt, NAME, CopyFn);                                                             \
+    if (!Tracking(rt)) return real(dst, src, n);                                                  \
+    CopyOp op;                                                                                    \
+    if (const CUresult e = BeginCopy(rt, 0, src, dst, n, EffectiveStream(nullptr, PT), false, &op); e != CUDA_SUCCESS) return e; \
+    const CUresult r = real(dst, src, n);                                                         \
+    if (r == CUDA_SUCCESS) EndCopy(rt, &op);                                                      \
+    return r;                                                                                     \
   }
-#define CHAMELEON_COPY_ASYNC(NAME, PT)                                                    \
-  CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)) {     \
-    Runtime& rt = Enter(kSym_##NAME);                                                     \
-    CHAMELEON_REAL(rt, NAME, CopyAsyncFn);                                                \
-    const CUresult r = real(dst, src, n, s);                                              \
-    if (r == CUDA_SUCCESS && Tracking(rt)) OnCopyAuto(rt, src, dst, n, EffectiveStream(s, PT), false); \
-    return r;                                                                             \
+#define CHAMELEON_COPY_ASYNC(NAME, PT)                                                            \
+  CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)) {             \
+    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    CHAMELEON_REAL(rt, NAME, CopyAsyncFn);                                                        \
+    if (!Tracking(rt)) return real(dst, src, n, s);                                               \
+    CopyOp op;                                                                                    \
+    if (const CUresult e = BeginCopy(rt, 0, src, dst, n, EffectiveStream(s, PT), false, &op); e != CUDA_SUCCESS) return e; \
+    const CUresult r = real(dst, src, n, s);                                                      \
+    if (r == CUDA_SUCCESS) EndCopy(rt, &op);                                                      \
+    return r;                                                                                     \
   }
-#define CHAMELEON_PEER(NAME, PT)                                                          \
+#define CHAMELEON_PEER(NAME, PT)                                                                  \
   CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n)) { \
-    Runtime& rt = Enter(kSym_##NAME);                                                     \
-    CHAMELEON_REAL(rt, NAME, PeerFn);                                                     \
-    const CUresult r = real(dst, dc, src, sc, n);                                         \
-    if (r == CUDA_SUCCESS && Tracking(rt)) OnCopyAuto(rt, src, dst, n, EffectiveStream(nullptr, PT), true); \
-    return r;                                                                             \
+    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    CHAMELEON_REAL(rt, NAME, PeerFn);                                                             \
+    if (!Tracking(rt)) return real(dst, dc, src, sc, n);                                          \
+    CopyOp op;                                                                                    \
+    if (const CUresult e = BeginCopy(rt, 0, src, dst, n, EffectiveStream(nullptr, PT), true, &op); e != CUDA_SUCCESS) return e; \
+    const CUresult r = real(dst, dc, src, sc, n);                                                 \
+    if (r == CUDA_SUCCESS) EndCopy(rt, &op);                                                      \
+    return r;                                                                                     \
   }
-#define CHAMELEON_PEER_ASYNC(NAME, PT)                                                    \
+#define CHAMELEON_PEER_ASYNC(NAME, PT)                                                            \
   CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream s)) { \
-    Runtime& rt = Enter(kSym_##NAME);                                                     \
-    CHAMELEON_REAL(rt, NAME, PeerAsyncFn);                                                \
-    const CUresult r = real(dst, dc, src, sc, n, s);                                      \
-    if (r == CUDA_SUCCESS && Tracking(rt)) OnCopyAuto(rt, src, dst, n, EffectiveStream(s, PT), true); \
-    return r;                                                                             \
+    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    CHAMELEON_REAL(rt, NAME, PeerAsyncFn);                                                        \
+    if (!Tracking(rt)) return real(dst, dc, src, sc, n, s);                                       \
+    CopyOp op;                                                                                    \
+    if (const CUresult e = BeginCopy(rt, 0, src, dst, n, EffectiveStream(s, PT), true, &op); e != CUDA_SUCCESS) return e; \
+    const CUresult r = real(dst, dc, src, sc, n, s);                                              \
+    if (r == CUDA_SUCCESS) EndCopy(rt, &op);                                                      \
+    return r;                                                                                     \
   }
-#define CHAMELEON_HTOD(NAME, PT)                                                          \
-  CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, const void* src, size_t n)) {                 \
-    Runtime& rt = Enter(kSym_##NAME);                                                     \
-    CHAMELEON_REAL(rt, NAME, HtoDFn);                                                     \
-    const CUresult r = real(dst, src, n);                                                 \
-    if (r == CUDA_SUCCESS && Tracking(rt)) OnCopy(rt, ipc::kTokenCopyHtoD, 0, dst, n, EffectiveStream(nullptr, PT)); \
-    return r;                                                                             \
+#define CHAMELEON_HTOD(NAME, PT)                                                                  \
+  CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, const void* src, size_t n)) {                         \
+    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    CHAMELEON_REAL(rt, NAME, HtoDFn);                                                             \
+    if (!Tracking(rt)) return real(dst, src, n);                                                  \
+    CopyOp op;                                                                                    \
+    if (const CUresult e = BeginCopy(rt, ipc::kTokenCopyHtoD, 0, dst, n, EffectiveStream(nullptr, PT), false, &op); e != CUDA_SUCCESS) return e; \
+    const CUresult r = real(dst, src, n);                                                         \
+    if (r == CUDA_SUCCESS) EndCopy(rt, &op);                                                      \
+    return r;                                                                                     \
   }
-#define CHAMELEON_HTOD_ASYNC(NAME, PT)                                                    \
-  CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, const void* src, size_t n, CUstream s)) {     \
-    Runtime& rt = Enter(kSym_##NAME);                                                     \
-    CHAMELEON_REAL(rt, NAME, HtoDAsyncFn);                                                \
-    const CUresult r = real(dst, src, n, s);                                              \
-    if (r == CUDA_SUCCESS && Tracking(rt)) OnCopy(rt, ipc::kTokenCopyHtoD, 0, dst, n, EffectiveStream(s, PT)); \
-    return r;                                                                             \
+#define CHAMELEON_HTOD_ASYNC(NAME, PT)                                                            \
+  CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, const void* src, size_t n, CUstream s)) {             \
+    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    CHAMELEON_REAL(rt, NAME, HtoDAsyncFn);                                                        \
+    if (!Tracking(rt)) return real(dst, src, n, s);                                               \
+    CopyOp op;                                                                                    \
+    if (const CUresult e = BeginCopy(rt, ipc::kTokenCopyHtoD, 0, dst, n, EffectiveStream(s, PT), false, &op); e != CUDA_SUCCESS) return e; \
+    const CUresult r = real(dst, src, n, s);                                                      \
+    if (r == CUDA_SUCCESS) EndCopy(rt, &op);                                                      \
+    return r;                                                                                     \
   }
-#define CHAMELEON_DTOH(NAME, PT)                                                          \
-  CHAMELEON_WRAPPER(NAME, (void* dst, CUdeviceptr src, size_t n)) {                       \
-    Runtime& rt = Enter(kSym_##NAME);                                                     \
-    CHAMELEON_REAL(rt, NAME, DtoHFn);                                                     \
-    const CUresult r = real(dst, src, n);                                                 \
-    if (r == CUDA_SUCCESS && Tracking(rt)) OnCopy(rt, ipc::kTokenCopyDtoH, src, 0, n, EffectiveStream(nullptr, PT)); \
-    return r;                                                                             \
+#define CHAMELEON_DTOH(NAME, PT)                                                                  \
+  CHAMELEON_WRAPPER(NAME, (void* dst, CUdeviceptr src, size_t n)) {                               \
+    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    CHAMELEON_REAL(rt, NAME, DtoHFn);                                                             \
+    if (!Tracking(rt)) return real(dst, src, n);                                                  \
+    CopyOp op;                                                                                    \
+    if (const CUresult e = BeginCopy(rt, ipc::kTokenCopyDtoH, src, 0, n, EffectiveStream(nullptr, PT), false, &op); e != CUDA_SUCCESS) return e; \
+    const CUresult r = real(dst, src, n);                                                         \
+    if (r == CUDA_SUCCESS) EndCopy(rt, &op);                                                      \
+    return r;                                                                                     \
   }
-#define CHAMELEON_DTOH_ASYNC(NAME, PT)                                                    \
-  CHAMELEON_WRAPPER(NAME, (void* dst, CUdeviceptr src, size_t n, CUstream s)) {           \
-    Runtime& rt = Enter(kSym_##NAME);                                                     \
-    CHAMELEON_REAL(rt, NAME, DtoHAsyncFn);                                                \
-    const CUresult r = real(dst, src, n, s);                                              \
-    if (r == CUDA_SUCCESS && Tracking(rt)) OnCopy(rt, ipc::kTokenCopyDtoH, src, 0, n, EffectiveStream(s, PT)); \
-    return r;                                                                             \
+#define CHAMELEON_DTOH_ASYNC(NAME, PT)                                                            \
+  CHAMELEON_WRAPPER(NAME, (void* dst, CUdeviceptr src, size_t n, CUstream s)) {                   \
+    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    CHAMELEON_REAL(rt, NAME, DtoHAsyncFn);                                                        \
+    if (!Tracking(rt)) return real(dst, src, n, s);                                               \
+    CopyOp op;                                                                                    \
+    if (const CUresult e = BeginCopy(rt, ipc::kTokenCopyDtoH, src, 0, n, EffectiveStream(s, PT), false, &op); e != CUDA_SUCCESS) return e; \
+    const CUresult r = real(dst, src, n, s);                                                      \
+    if (r == CUDA_SUCCESS) EndCopy(rt, &op);                                                      \
+    return r;                                                                                     \
   }
-#define CHAMELEON_DTOD(NAME, PT)                                                          \
-  CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, CUdeviceptr src, size_t n)) {                 \
-    Runtime& rt = Enter(kSym_##NAME);                                                     \
-    CHAMELEON_REAL(rt, NAME, CopyFn);                                                     \
-    const CUresult r = real(dst, src, n);                                                 \
-    if (r == CUDA_SUCCESS && Tracking(rt)) OnCopy(rt, ipc::kTokenCopyDtoD, src, dst, n, EffectiveStream(nullptr, PT)); \
-    return r;                                                                             \
+#define CHAMELEON_DTOD(NAME, PT)                                                                  \
+  CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, CUdeviceptr src, size_t n)) {                         \
+    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    CHAMELEON_REAL(rt, NAME, CopyFn);                                                             \
+    if (!Tracking(rt)) return real(dst, src, n);                                                  \
+    CopyOp op;                                                                                    \
+    if (const CUresult e = BeginCopy(rt, ipc::kTokenCopyDtoD, src, dst, n, EffectiveStream(nullptr, PT), false, &op); e != CUDA_SUCCESS) return e; \
+    const CUresult r = real(dst, src, n);                                                         \
+    if (r == CUDA_SUCCESS) EndCopy(rt, &op);                                                      \
+    return r;                                                                                     \
   }
-#define CHAMELEON_DTOD_ASYNC(NAME, PT)                                                    \
-  CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)) {     \
-    Runtime& rt = Enter(kSym_##NAME);                                                     \
-    CHAMELEON_REAL(rt, NAME, CopyAsyncFn);                                                \
-    const CUresult r = real(dst, src, n, s);                                              \
-    if (r == CUDA_SUCCESS && Tracking(rt)) OnCopy(rt, ipc::kTokenCopyDtoD, src, dst, n, EffectiveStream(s, PT)); \
-    return r;                                                                             \
+#define CHAMELEON_DTOD_ASYNC(NAME, PT)                                                            \
+  CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)) {             \
+    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    CHAMELEON_REAL(rt, NAME, CopyAsyncFn);                                                        \
+    if (!Tracking(rt)) return real(dst, src, n, s);                                               \
+    CopyOp op;                                                                                    \
+    if (const CUresult e = BeginCopy(rt, ipc::kTokenCopyDtoD, src, dst, n, EffectiveStream(s, PT), false, &op); e != CUDA_SUCCESS) return e; \
+    const CUresult r = real(dst, src, n, s);                                                      \
+    if (r == CUDA_SUCCESS) EndCopy(rt, &op);                                                      \
+    return r;                                                                                     \
   }
-#define CHAMELEON_MEMSET(NAME, T, PT)                                                     \
-  CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, T value, size_t n)) {                         \
-    Runtime& rt = Enter(kSym_##NAME);                                                     \
-    CHAMELEON_REAL(rt, NAME, MemsetFn<T>);                                                \
-    const CUresult r = real(dst, value, n);                                               \
-    if (r == CUDA_SUCCESS && Tracking(rt)) OnMemset(rt, dst, n * sizeof(T), EffectiveStream(nullptr, PT)); \
-    return r;                                                                             \
+#define CHAMELEON_MEMSET(NAME, T, PT)                                                             \
+  CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, T value, size_t n)) {                                 \
+    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    CHAMELEON_REAL(rt, NAME, MemsetFn<T>);                                                        \
+    if (!Tracking(rt)) return real(dst, value, n);                                                \
+    CopyOp op;                                                                                    \
+    if (const CUresult e = BeginMemset(rt, dst, n * sizeof(T), EffectiveStream(nullptr, PT), &op); e != CUDA_SUCCESS) return e; \
+    const CUresult r = real(dst, value, n);                                                       \
+    if (r == CUDA_SUCCESS) EndCopy(rt, &op);                                                      \
+    return r;                                                                                     \
   }
-#define CHAMELEON_MEMSET_ASYNC(NAME, T, PT)                                               \
-  CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, T value, size_t n, CUstream s)) {             \
-    Runtime& rt = Enter(kSym_##NAME);                                                     \
-    CHAMELEON_REAL(rt, NAME, MemsetAsyncFn<T>);                                           \
-    const CUresult r = real(dst, value, n, s);                                            \
-    if (r == CUDA_SUCCESS && Tracking(rt)) OnMemset(rt, dst, n * sizeof(T), EffectiveStream(s, PT)); \
-    return r;                                                                             \
+#define CHAMELEON_MEMSET_ASYNC(NAME, T, PT)                                                       \
+  CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, T value, size_t n, CUstream s)) {                     \
+    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    CHAMELEON_REAL(rt, NAME, MemsetAsyncFn<T>);                                                   \
+    if (!Tracking(rt)) return real(dst, value, n, s);                                             \
+    CopyOp op;                                                                                    \
+    if (const CUresult e = BeginMemset(rt, dst, n * sizeof(T), EffectiveStream(s, PT), &op); e != CUDA_SUCCESS) return e; \
+    const CUresult r = real(dst, value, n, s);                                                    \
+    if (r == CUDA_SUCCESS) EndCopy(rt, &op);                                                      \
+    return r;                                                                                     \
   }
 // clang-format on
 

@@ -16,17 +16,19 @@ using GraphLaunchFn = CUresult (*)(CUgraphExec, CUstream);
 
 using namespace chameleon::shim;
 
-#define CHAMELEON_LAUNCH_KERNEL(NAME, PER_THREAD)                                           \
-  CHAMELEON_WRAPPER(                                                                        \
-      NAME, (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, \
-             unsigned bz, unsigned shmem, CUstream s, void** params, void** extra)) {       \
-    Runtime& rt = Enter(kSym_##NAME);                                                       \
-    CHAMELEON_REAL(rt, NAME, LaunchKernelFn);                                               \
-    const CUresult r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);            \
-    if (r == CUDA_SUCCESS && Tracking(rt)) {                                                \
-      OnLaunch(rt, f, EffectiveStream(s, PER_THREAD), params, extra);                       \
-    }                                                                                       \
-    return r;                                                                               \
+#define CHAMELEON_LAUNCH_KERNEL(NAME, PER_THREAD)                                              \
+  CHAMELEON_WRAPPER(                                                                           \
+      NAME, (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,    \
+             unsigned bz, unsigned shmem, CUstream s, void** params, void** extra)) {          \
+    Runtime& rt = Enter(kSym_##NAME);                                                          \
+    CHAMELEON_REAL(rt, NAME, LaunchKernelFn);                                                  \
+    if (!Tracking(rt)) return real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);        \
+    LaunchOp op;                                                                               \
+    const CUresult e = BeginLaunch(rt, f, EffectiveStream(s, PER_THREAD), params, extra, &op); \
+    if (e != CUDA_SUCCESS) return e;                                                           \
+    const CUresult r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);               \
+    if (r == CUDA_SUCCESS) EndLaunch(rt, &op);                                                 \
+    return r;                                                                                  \
   }
 CHAMELEON_LAUNCH_KERNEL(cuLaunchKernel, false)
 CHAMELEON_LAUNCH_KERNEL(cuLaunchKernel_ptsz, true)
@@ -36,10 +38,13 @@ CHAMELEON_LAUNCH_KERNEL(cuLaunchKernel_ptsz, true)
                     (const CUlaunchConfig* config, CUfunction f, void** params, void** extra)) { \
     Runtime& rt = Enter(kSym_##NAME);                                                            \
     CHAMELEON_REAL(rt, NAME, LaunchExFn);                                                        \
+    if (!Tracking(rt) || config == nullptr) return real(config, f, params, extra);               \
+    LaunchOp op;                                                                                 \
+    const CUresult e =                                                                           \
+        BeginLaunch(rt, f, EffectiveStream(config->hStream, PER_THREAD), params, extra, &op);    \
+    if (e != CUDA_SUCCESS) return e;                                                             \
     const CUresult r = real(config, f, params, extra);                                           \
-    if (r == CUDA_SUCCESS && Tracking(rt) && config != nullptr) {                                \
-      OnLaunch(rt, f, EffectiveStream(config->hStream, PER_THREAD), params, extra);              \
-    }                                                                                            \
+    if (r == CUDA_SUCCESS) EndLaunch(rt, &op);                                                   \
     return r;                                                                                    \
   }
 CHAMELEON_LAUNCH_EX(cuLaunchKernelEx, false)
@@ -50,24 +55,28 @@ CHAMELEON_LAUNCH_EX(cuLaunchKernelEx_ptsz, true)
                            unsigned by, unsigned bz, unsigned shmem, CUstream s, void** params)) { \
     Runtime& rt = Enter(kSym_##NAME);                                                              \
     CHAMELEON_REAL(rt, NAME, LaunchCoopFn);                                                        \
+    if (!Tracking(rt)) return real(f, gx, gy, gz, bx, by, bz, shmem, s, params);                   \
+    LaunchOp op;                                                                                   \
+    const CUresult e = BeginLaunch(rt, f, EffectiveStream(s, PER_THREAD), params, nullptr, &op);   \
+    if (e != CUDA_SUCCESS) return e;                                                               \
     const CUresult r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params);                          \
-    if (r == CUDA_SUCCESS && Tracking(rt)) {                                                       \
-      OnLaunch(rt, f, EffectiveStream(s, PER_THREAD), params, nullptr);                            \
-    }                                                                                              \
+    if (r == CUDA_SUCCESS) EndLaunch(rt, &op);                                                     \
     return r;                                                                                      \
   }
 CHAMELEON_LAUNCH_COOP(cuLaunchCooperativeKernel, false)
 CHAMELEON_LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz, true)
 
-#define CHAMELEON_GRAPH_LAUNCH(NAME, PER_THREAD)             \
-  CHAMELEON_WRAPPER(NAME, (CUgraphExec graph, CUstream s)) { \
-    Runtime& rt = Enter(kSym_##NAME);                        \
-    CHAMELEON_REAL(rt, NAME, GraphLaunchFn);                 \
-    const CUresult r = real(graph, s);                       \
-    if (r == CUDA_SUCCESS && Tracking(rt)) {                 \
-      OnGraphLaunch(rt, EffectiveStream(s, PER_THREAD));     \
-    }                                                        \
-    return r;                                                \
+#define CHAMELEON_GRAPH_LAUNCH(NAME, PER_THREAD)                                  \
+  CHAMELEON_WRAPPER(NAME, (CUgraphExec graph, CUstream s)) {                      \
+    Runtime& rt = Enter(kSym_##NAME);                                             \
+    CHAMELEON_REAL(rt, NAME, GraphLaunchFn);                                      \
+    if (!Tracking(rt)) return real(graph, s);                                     \
+    PendingOp op;                                                                 \
+    const CUresult e = BeginGraphLaunch(rt, EffectiveStream(s, PER_THREAD), &op); \
+    if (e != CUDA_SUCCESS) return e;                                              \
+    const CUresult r = real(graph, s);                                            \
+    if (r == CUDA_SUCCESS) EndGraphLaunch(rt, &op);                               \
+    return r;                                                                     \
   }
 CHAMELEON_GRAPH_LAUNCH(cuGraphLaunch, false)
 CHAMELEON_GRAPH_LAUNCH(cuGraphLaunch_ptsz, true)

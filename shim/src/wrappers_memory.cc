@@ -1,4 +1,5 @@
 // Exported allocation, free, VMM, memory-info and export entry points.
+#include "executor.h"
 #include "tracker.h"
 #include "wrapper_util.h"
 
@@ -30,25 +31,106 @@ std::uint64_t StreamValue(CUstream s, bool per_thread) {
 }
 }  // namespace
 
+// With the swap executor on (executor.h), allocations of at least CHAMELEON_SWAP_MIN_BYTES on its
+// device are served by the engine (VA-stable, swappable); smaller ones pass through, counted
+// against the limit.
+
+namespace {
+
+/// A passed-through allocation under the executor: make room first, retry once if the driver
+/// itself refuses (chunks the engine still holds, or its stale mappings, may be in the way).
+template <typename Call>
+CUresult PassThroughAlloc(Executor* ex, std::uint64_t bytes, Call&& call) {
+  if (ex == nullptr) return call();
+  if (!ExecutorAdmit(*ex, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult r = call();
+  // The driver's bookkeeping can lag ours (stream-ordered frees it has not executed yet): give
+  // it chunks back until it agrees, or nothing is left to give.
+  for (int i = 0; r == CUDA_ERROR_OUT_OF_MEMORY && i < 16; ++i) {
+    if (!ex->engine->ReleaseBytes(bytes)) break;
+    r = call();
+  }
+  return r;
+}
+
+template <typename Call>
+CUresult AllocCommon(Runtime& rt, CUdeviceptr* dptr, std::uint64_t bytes, CUstream stream,
+                     ipc::AllocKind kind, std::uint64_t stream_value, Call&& real_call) {
+  Executor* ex = DecideExecutor(rt);
+  if (ex != nullptr && dptr != nullptr && ExecutorServes(rt, *ex, bytes)) {
+    return ExecutorAllocate(rt, *ex, dptr, bytes, stream, static_cast<std::uint8_t>(kind),
+                            stream_value);
+  }
+  const CUresult r = PassThroughAlloc(ex, bytes, real_call);
+  if (r == CUDA_SUCCESS && dptr != nullptr) {
+    RecordingOps(rt);  // starts the daemon client on the first tracked call
+    const std::uint16_t device = CurrentDevice(rt);
+    if (TrackAlloc(rt, *dptr, bytes, kind, stream_value, device, true, ex != nullptr ? 0 : -1) &&
+        ex != nullptr) {
+      ExecutorPassthrough(*ex, device, bytes, true);
+    }
+  }
+  return r;
+}
+
+/// Frees: the executor's own allocations go back to it; others to the driver.
+template <typename Call>
+CUresult FreeCommon(Runtime& rt, CUdeviceptr dptr, CUstream stream, std::uint64_t stream_value,
+                    Call&& real_call) {
+  Executor* ex = ExecutorIfOn();
+  PassthroughFree passthrough;
+  CUresult result = CUDA_SUCCESS;
+  if (ex != nullptr && ExecutorFree(rt, *ex, dptr, stream, stream_value, &result, &passthrough)) {
+    return result;
+  }
+  const CUresult r = real_call();
+  if (r == CUDA_SUCCESS) {
+    TrackFree(rt, dptr, stream_value, true);
+    if (ex != nullptr && passthrough.bytes != 0) {
+      ExecutorPassthrough(*ex, passthrough.device, passthrough.bytes, false);
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
 CHAMELEON_WRAPPER(cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytes)) {
   Runtime& rt = Enter(kSym_cuMemAlloc_v2);
   CHAMELEON_REAL(rt, cuMemAlloc_v2, AllocFn);
-  const CUresult r = real(dptr, bytes);
-  if (r == CUDA_SUCCESS && Tracking(rt) && dptr != nullptr) {
-    RecordingOps(rt);  // starts the daemon client on the first tracked call
-    TrackAlloc(rt, *dptr, bytes, ipc::AllocKind::kPlain, 0, CurrentDevice(rt), true);
-  }
-  return r;
+  if (!Tracking(rt)) return real(dptr, bytes);
+  return AllocCommon(rt, dptr, bytes, nullptr, ipc::AllocKind::kPlain, 0,
+                     [&] { return real(dptr, bytes); });
 }
 
 CHAMELEON_WRAPPER(cuMemAllocPitch_v2, (CUdeviceptr * dptr, size_t* pitch, size_t width,
                                        size_t height, unsigned int element_bytes)) {
   Runtime& rt = Enter(kSym_cuMemAllocPitch_v2);
   CHAMELEON_REAL(rt, cuMemAllocPitch_v2, AllocPitchFn);
-  const CUresult r = real(dptr, pitch, width, height, element_bytes);
-  if (r == CUDA_SUCCESS && Tracking(rt) && dptr != nullptr && pitch != nullptr) {
+  if (!Tracking(rt)) return real(dptr, pitch, width, height, element_bytes);
+  Executor* ex = DecideExecutor(rt);
+  const bool valid = dptr != nullptr && pitch != nullptr && width != 0 && height != 0 &&
+                     (element_bytes == 4 || element_bytes == 8 || element_bytes == 16);
+  // Rows aligned to 512 bytes, as drivers do; invalid arguments get the driver's own error.
+  const std::uint64_t row = (static_cast<std::uint64_t>(width) + 511) / 512 * 512;
+  if (ex != nullptr && valid && ExecutorServes(rt, *ex, row * height)) {
+    const CUresult r = ExecutorAllocate(rt, *ex, dptr, row * height, nullptr,
+                                        static_cast<std::uint8_t>(ipc::AllocKind::kPlain), 0);
+    if (r == CUDA_SUCCESS) *pitch = row;
+    return r;
+  }
+  // The size is known only after the call: admit the request's minimum.
+  const CUresult r = PassThroughAlloc(ex, static_cast<std::uint64_t>(width) * height, [&] {
+    return real(dptr, pitch, width, height, element_bytes);
+  });
+  if (r == CUDA_SUCCESS && dptr != nullptr && pitch != nullptr) {
     RecordingOps(rt);
-    TrackAlloc(rt, *dptr, *pitch * height, ipc::AllocKind::kPlain, 0, CurrentDevice(rt), true);
+    const std::uint16_t device = CurrentDevice(rt);
+    if (TrackAlloc(rt, *dptr, *pitch * height, ipc::AllocKind::kPlain, 0, device, true,
+                   ex != nullptr ? 0 : -1) &&
+        ex != nullptr) {
+      ExecutorPassthrough(*ex, device, *pitch * height, true);
+    }
   }
   return r;
 }
@@ -56,48 +138,44 @@ CHAMELEON_WRAPPER(cuMemAllocPitch_v2, (CUdeviceptr * dptr, size_t* pitch, size_t
 CHAMELEON_WRAPPER(cuMemFree_v2, (CUdeviceptr dptr)) {
   Runtime& rt = Enter(kSym_cuMemFree_v2);
   CHAMELEON_REAL(rt, cuMemFree_v2, FreeFn);
-  const CUresult r = real(dptr);
-  if (r == CUDA_SUCCESS && Tracking(rt)) TrackFree(rt, dptr, 0, true);
+  if (!Tracking(rt)) return real(dptr);
+  const CUresult r = FreeCommon(rt, dptr, nullptr, 0, [&] { return real(dptr); });
+  // The real free synchronises the device anyway: pending unmaps are due.
+  if (Executor* ex = ExecutorIfOn()) ExecutorAfterSync(*ex);
   return r;
 }
 
-#define CHAMELEON_ALLOC_ASYNC(NAME, PT)                                                           \
-  CHAMELEON_WRAPPER(NAME, (CUdeviceptr * dptr, size_t bytes, CUstream s)) {                       \
-    Runtime& rt = Enter(kSym_##NAME);                                                             \
-    CHAMELEON_REAL(rt, NAME, AllocAsyncFn);                                                       \
-    const CUresult r = real(dptr, bytes, s);                                                      \
-    if (r == CUDA_SUCCESS && Tracking(rt) && dptr != nullptr) {                                   \
-      RecordingOps(rt);                                                                           \
-      TrackAlloc(rt, *dptr, bytes, ipc::AllocKind::kAsync, StreamValue(s, PT), CurrentDevice(rt), \
-                 true);                                                                           \
-    }                                                                                             \
-    return r;                                                                                     \
+#define CHAMELEON_ALLOC_ASYNC(NAME, PT)                                                 \
+  CHAMELEON_WRAPPER(NAME, (CUdeviceptr * dptr, size_t bytes, CUstream s)) {             \
+    Runtime& rt = Enter(kSym_##NAME);                                                   \
+    CHAMELEON_REAL(rt, NAME, AllocAsyncFn);                                             \
+    if (!Tracking(rt)) return real(dptr, bytes, s);                                     \
+    return AllocCommon(rt, dptr, bytes, EffectiveStream(s, PT), ipc::AllocKind::kAsync, \
+                       StreamValue(s, PT), [&] { return real(dptr, bytes, s); });       \
   }
 CHAMELEON_ALLOC_ASYNC(cuMemAllocAsync, false)
 CHAMELEON_ALLOC_ASYNC(cuMemAllocAsync_ptsz, true)
 
-#define CHAMELEON_ALLOC_POOL(NAME, PT)                                                            \
-  CHAMELEON_WRAPPER(NAME, (CUdeviceptr * dptr, size_t bytes, CUmemoryPool pool, CUstream s)) {    \
-    Runtime& rt = Enter(kSym_##NAME);                                                             \
-    CHAMELEON_REAL(rt, NAME, AllocPoolFn);                                                        \
-    const CUresult r = real(dptr, bytes, pool, s);                                                \
-    if (r == CUDA_SUCCESS && Tracking(rt) && dptr != nullptr) {                                   \
-      RecordingOps(rt);                                                                           \
-      TrackAlloc(rt, *dptr, bytes, ipc::AllocKind::kAsync, StreamValue(s, PT), CurrentDevice(rt), \
-                 true);                                                                           \
-    }                                                                                             \
-    return r;                                                                                     \
+// Pool attributes (location, handle types) are not looked at: an allocation the executor serves
+// comes from its chunks, not from `pool`.
+#define CHAMELEON_ALLOC_POOL(NAME, PT)                                                         \
+  CHAMELEON_WRAPPER(NAME, (CUdeviceptr * dptr, size_t bytes, CUmemoryPool pool, CUstream s)) { \
+    Runtime& rt = Enter(kSym_##NAME);                                                          \
+    CHAMELEON_REAL(rt, NAME, AllocPoolFn);                                                     \
+    if (!Tracking(rt)) return real(dptr, bytes, pool, s);                                      \
+    return AllocCommon(rt, dptr, bytes, EffectiveStream(s, PT), ipc::AllocKind::kAsync,        \
+                       StreamValue(s, PT), [&] { return real(dptr, bytes, pool, s); });        \
   }
 CHAMELEON_ALLOC_POOL(cuMemAllocFromPoolAsync, false)
 CHAMELEON_ALLOC_POOL(cuMemAllocFromPoolAsync_ptsz, true)
 
-#define CHAMELEON_FREE_ASYNC(NAME, PT)                                                    \
-  CHAMELEON_WRAPPER(NAME, (CUdeviceptr dptr, CUstream s)) {                               \
-    Runtime& rt = Enter(kSym_##NAME);                                                     \
-    CHAMELEON_REAL(rt, NAME, FreeAsyncFn);                                                \
-    const CUresult r = real(dptr, s);                                                     \
-    if (r == CUDA_SUCCESS && Tracking(rt)) TrackFree(rt, dptr, StreamValue(s, PT), true); \
-    return r;                                                                             \
+#define CHAMELEON_FREE_ASYNC(NAME, PT)                                      \
+  CHAMELEON_WRAPPER(NAME, (CUdeviceptr dptr, CUstream s)) {                 \
+    Runtime& rt = Enter(kSym_##NAME);                                       \
+    CHAMELEON_REAL(rt, NAME, FreeAsyncFn);                                  \
+    if (!Tracking(rt)) return real(dptr, s);                                \
+    return FreeCommon(rt, dptr, EffectiveStream(s, PT), StreamValue(s, PT), \
+                      [&] { return real(dptr, s); });                       \
   }
 CHAMELEON_FREE_ASYNC(cuMemFreeAsync, false)
 CHAMELEON_FREE_ASYNC(cuMemFreeAsync_ptsz, true)
@@ -106,15 +184,21 @@ CHAMELEON_WRAPPER(cuMemCreate, (CUmemGenericAllocationHandle * handle, size_t by
                                 const CUmemAllocationProp* prop, unsigned long long flags)) {
   Runtime& rt = Enter(kSym_cuMemCreate);
   CHAMELEON_REAL(rt, cuMemCreate, CreateFn);
-  const CUresult r = real(handle, bytes, prop, flags);
-  if (r == CUDA_SUCCESS && Tracking(rt) && handle != nullptr) {
+  if (!Tracking(rt)) return real(handle, bytes, prop, flags);
+  const bool on_device = prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+                         prop->location.id >= 0;
+  const std::uint16_t device = on_device ? static_cast<std::uint16_t>(prop->location.id) : 0;
+  Executor* ex = on_device ? DecideExecutor(rt) : nullptr;
+  if (ex != nullptr && device != ex->device) ex = nullptr;
+  // The program's own physical memory: never swapped (a tensor spanning several of its pages is
+  // named by launches through its first page only), but counted against the limit.
+  const CUresult r = PassThroughAlloc(ex, bytes, [&] { return real(handle, bytes, prop, flags); });
+  if (r == CUDA_SUCCESS && handle != nullptr) {
     RecordingOps(rt);
-    std::uint16_t device = 0;
-    if (prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
-        prop->location.id >= 0) {
-      device = static_cast<std::uint16_t>(prop->location.id);
+    if (on_device) {
+      TrackVmmCreate(rt, *handle, bytes, device);
+      if (ex != nullptr) ExecutorPassthrough(*ex, device, bytes, true);
     }
-    TrackVmmCreate(rt, *handle, bytes, device);
   }
   return r;
 }
@@ -123,7 +207,14 @@ CHAMELEON_WRAPPER(cuMemRelease, (CUmemGenericAllocationHandle handle)) {
   Runtime& rt = Enter(kSym_cuMemRelease);
   CHAMELEON_REAL(rt, cuMemRelease, ReleaseFn);
   const CUresult r = real(handle);
-  if (r == CUDA_SUCCESS && Tracking(rt)) TrackVmmRelease(rt, handle);
+  if (r == CUDA_SUCCESS && Tracking(rt)) {
+    VmmHandle released;
+    if (TrackVmmRelease(rt, handle, &released)) {
+      if (Executor* ex = ExecutorIfOn()) {
+        ExecutorPassthrough(*ex, released.device, released.bytes, false);
+      }
+    }
+  }
   return r;
 }
 
@@ -161,16 +252,25 @@ CHAMELEON_WRAPPER(cuMemAddressFree, (CUdeviceptr ptr, size_t bytes)) {
   return real(ptr, bytes);
 }
 
-// Pass-through today; the swap executor (issue 9) reports its limit here when one is set.
+// Under the executor the program sees its limit, not the device: total = limit, free = limit
+// minus executor chunks in use and passed-through bytes.
 CHAMELEON_WRAPPER(cuMemGetInfo_v2, (size_t * free_bytes, size_t* total_bytes)) {
   Runtime& rt = Enter(kSym_cuMemGetInfo_v2);
   CHAMELEON_REAL(rt, cuMemGetInfo_v2, GetInfoFn);
-  return real(free_bytes, total_bytes);
+  const CUresult r = real(free_bytes, total_bytes);
+  if (r != CUDA_SUCCESS || !Tracking(rt)) return r;
+  Executor* ex = DecideExecutor(rt);
+  if (ex != nullptr && CurrentDevice(rt) == ex->device)
+    ExecutorMemInfo(*ex, free_bytes, total_bytes);
+  return r;
 }
 
 CHAMELEON_WRAPPER(cuIpcGetMemHandle, (CUipcMemHandle * handle, CUdeviceptr dptr)) {
   Runtime& rt = Enter(kSym_cuIpcGetMemHandle);
   CHAMELEON_REAL(rt, cuIpcGetMemHandle, IpcGetFn);
+  if (Tracking(rt)) {
+    if (Executor* ex = ExecutorIfOn()) ExecutorPin(rt, *ex, dptr);
+  }
   const CUresult r = real(handle, dptr);
   if (r == CUDA_SUCCESS && Tracking(rt)) MarkNeverSwapAddress(rt, dptr);
   return r;

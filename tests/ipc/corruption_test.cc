@@ -176,10 +176,12 @@ TEST_F(RingCorruptionTest, ShouldStopAndCountOnEveryKindOfBadRecord) {
   const Case cases[] = {
       {4, 1, DrainError::kBadLength},  // below a header
       {static_cast<std::int32_t>(kMaxRecordBytes) + 8, 1, DrainError::kBadLength},  // too long
-      {4080, 1, DrainError::kBadLength},  // past the ring end
-      {good, 42, DrainError::kBadType},   // unknown type
-      {16, 1, DrainError::kBadPayload},   // launch too short
-      {-5000, 1, DrainError::kNone},      // a claimed length is no error before the stuck timeout
+      {4080, 1, DrainError::kBadLength},   // past the ring end
+      {good, 42, DrainError::kNone},       // unknown type, sound length: skipped (a newer minor)
+      {4, 42, DrainError::kBadLength},     // unknown type does not excuse a bad length
+      {4080, 42, DrainError::kBadLength},  // nor one past the ring end
+      {16, 1, DrainError::kBadPayload},    // launch too short
+      {-5000, 1, DrainError::kNone},       // a claimed length is no error before the stuck timeout
   };
   std::size_t n = 0;
   for (const Case& c : cases) {
@@ -192,6 +194,26 @@ TEST_F(RingCorruptionTest, ShouldStopAndCountOnEveryKindOfBadRecord) {
   two_records();
   EXPECT_EQ(DrainError2(&n), DrainError::kNone);
   EXPECT_EQ(n, 2u);
+}
+
+TEST_F(RingCorruptionTest, ShouldSkipAndCountWellFramedRecordsOfUnknownTypes) {
+  // A newer minor's record types between known ones: skipped whole, counted, and the records
+  // after them still come out in order.
+  EventRingProducer producer = segment_.ring_producer();
+  const std::uint8_t future[40] = {1, 2, 3};
+  ASSERT_EQ(testing::PushLaunch(&producer, 1), PushResult::kOk);
+  ASSERT_EQ(producer.Push(static_cast<RecordType>(200), 0, future, sizeof(future)),
+            PushResult::kOk);
+  ASSERT_EQ(producer.Push(static_cast<RecordType>(9), 0, future, 3), PushResult::kOk);
+  ASSERT_EQ(testing::PushLaunch(&producer, 2), PushResult::kOk);
+  EventRingConsumer consumer = segment_.ring_consumer();
+  std::vector<RecordType> types;
+  EXPECT_EQ(consumer.Drain([&](const RecordView& r) { types.push_back(r.type); }, 100, 0, 1000),
+            2u);
+  EXPECT_EQ(types, (std::vector<RecordType>{RecordType::kLaunch, RecordType::kLaunch}));
+  EXPECT_EQ(consumer.last_error(), DrainError::kNone);
+  EXPECT_EQ(consumer.unknown_skipped(), 2u);
+  EXPECT_EQ(consumer.corrupt(), 0u);
 }
 
 TEST_F(RingCorruptionTest, ShouldRefuseToSkipAStuckClaimWithImpossibleLength) {

@@ -246,6 +246,7 @@ TEST(PolicyHandCases, ShouldSwapAcrossTheIterationBoundaryWhenTheOnlyGapWraps) {
   EXPECT_EQ(policy.entries[0].in_occurrence, 0u);
   EXPECT_EQ(policy.entries[0].use_token, 11u);
   EXPECT_EQ(policy.entries[0].use_occurrence, 0u);
+  EXPECT_EQ(policy.entries[0].entry_flags, ipc::kEntryWraps);  // in/use in the next iteration
 
   GeneratorOptions within = HandOptions(200);
   within.cross_iteration = false;
@@ -255,6 +256,25 @@ TEST(PolicyHandCases, ShouldSwapAcrossTheIterationBoundaryWhenTheOnlyGapWraps) {
   ASSERT_FALSE(none.infeasibility.largest_unswappable.empty());
   EXPECT_STREQ(none.infeasibility.largest_unswappable[0].reason,
                "not between two uses in the iteration");
+}
+
+TEST(PolicyHandCases, ShouldNameTheTensorByItsArgumentIndexAtTheOutAnchor) {
+  // SixOps(5) swaps A (tensor 0) out after op 0. Op 0's tensors in the shim's record order are
+  // its reads then its writes: C, A here, so A is argument 1; a gap inside the iteration does
+  // not wrap.
+  Profile p = SixOps(5);
+  p.ops[0].reads = {2};
+  p.ops[0].writes = {0};
+  const GenerateResult r = GeneratePlan(p, HandOptions(200));
+  ASSERT_TRUE(r.ok()) << r.message;
+  const ipc::Policy policy = ToIpcPolicy(r.plan, p);
+  ASSERT_EQ(policy.entries.size(), 1u);
+  EXPECT_EQ(policy.entries[0].out_arg, 1u);
+  EXPECT_EQ(policy.entries[0].entry_flags, 0u);
+  // A profile whose ops list no tensors (as in the other hand cases) cannot name an argument.
+  const ipc::Policy bare = ToIpcPolicy(GeneratePlan(SixOps(5), HandOptions(200)).plan, SixOps(5));
+  ASSERT_EQ(bare.entries.size(), 1u);
+  EXPECT_EQ(bare.entries[0].out_arg, ipc::kOutArgUnknown);
 }
 
 TEST(PolicyHandCases, ShouldAnchorOccurrencesPerTokenFromZero) {

@@ -27,9 +27,21 @@ TEST(IterationMatcherTest, OverlappingPrefixesUseTheFailureFunction) {
   const std::vector<std::uint32_t> sig = {5, 5, 6};
   m.SetSignature(sig);
   EXPECT_EQ(Hits(m, {5, 5, 5, 6, 5, 5, 6}), (std::vector<int>{3, 6}));
+  // Occurrences never overlap (the daemon cuts iterations the same way): 7 8 7 8 7 holds one.
   const std::vector<std::uint32_t> sig2 = {7, 8, 7};
   m.SetSignature(sig2);
-  EXPECT_EQ(Hits(m, {7, 8, 7, 8, 7}), (std::vector<int>{2, 4}));
+  EXPECT_EQ(Hits(m, {7, 8, 7, 8, 7}), (std::vector<int>{2}));
+}
+
+TEST(IterationMatcherTest, ARunOfIdenticalOpsLongerThanTheSignatureIsOneOccurrence) {
+  // The ResNet replay launches one op as 13 identical chunked launches; its signature is 6 of
+  // them. Overlapping matches ended the detailed iteration one op after it began.
+  IterationMatcher m;
+  const std::vector<std::uint32_t> sig(6, 40);
+  m.SetSignature(sig);
+  std::vector<std::uint32_t> stream(9, 40);
+  stream.push_back(41);
+  EXPECT_EQ(Hits(m, stream), (std::vector<int>{5}));
 }
 
 TEST(IterationMatcherTest, EmptySignatureNeverMatchesAndLongOnesAreTruncated) {

@@ -41,13 +41,22 @@ bool FencePool::Done(const Fence* f) const {
 }
 
 ChunkPool::ChunkPool(const DriverApi* api, FencePool* fences, SwapCounters* counters, int device,
-                     std::size_t chunk_bytes, std::uint64_t limit_bytes)
+                     std::size_t chunk_bytes, std::uint64_t limit_bytes,
+                     const std::atomic<std::uint64_t>* external_bytes)
     : api_(api),
       fences_(fences),
       counters_(counters),
       device_(device),
       chunk_bytes_(chunk_bytes),
-      limit_bytes_(limit_bytes) {}
+      limit_bytes_(limit_bytes),
+      external_bytes_(external_bytes) {}
+
+std::uint64_t ChunkPool::room_bytes() const {
+  const std::uint64_t external =
+      external_bytes_ ? external_bytes_->load(std::memory_order_relaxed) : 0;
+  const std::uint64_t used = created_bytes_ + external;
+  return limit_bytes_ > used ? limit_bytes_ - used : 0;
+}
 
 ChunkPool::~ChunkPool() {
   // The engine has unmapped everything and drained its streams before destroying the pool.
@@ -58,7 +67,7 @@ ChunkPool::~ChunkPool() {
 }
 
 bool ChunkPool::CreateChunk(std::uint32_t* chunk) {
-  if (created_bytes_ + chunk_bytes_ > limit_bytes_) return false;
+  if (room_bytes() < chunk_bytes_) return false;
   CUmemAllocationProp prop = {};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -92,8 +101,7 @@ void ChunkPool::RemoveFromPool(std::uint32_t chunk) {
 }
 
 CUresult ChunkPool::Take(std::uint32_t n, CUstream wait_stream, std::vector<std::uint32_t>* out) {
-  const std::uint64_t can_create =
-      limit_bytes_ > created_bytes_ ? (limit_bytes_ - created_bytes_) / chunk_bytes_ : 0;
+  const std::uint64_t can_create = room_bytes() / chunk_bytes_;
   if (pool_.size() + can_create < n) return CUDA_ERROR_OUT_OF_MEMORY;
   const std::size_t first = out->size();
   Fence* last_waited = nullptr;

@@ -17,6 +17,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -55,8 +56,11 @@ class FencePool {
 
 class ChunkPool {
  public:
+  /// `external_bytes` (may be null): device bytes used outside the pool, counted against the
+  /// limit too.
   ChunkPool(const DriverApi* api, FencePool* fences, SwapCounters* counters, int device,
-            std::size_t chunk_bytes, std::uint64_t limit_bytes);
+            std::size_t chunk_bytes, std::uint64_t limit_bytes,
+            const std::atomic<std::uint64_t>* external_bytes = nullptr);
   ~ChunkPool();
   ChunkPool(const ChunkPool&) = delete;
   ChunkPool& operator=(const ChunkPool&) = delete;
@@ -64,6 +68,9 @@ class ChunkPool {
   std::size_t chunk_bytes() const { return chunk_bytes_; }
   std::uint64_t limit_bytes() const { return limit_bytes_; }
   std::uint64_t created_bytes() const { return created_bytes_; }
+  void set_limit_bytes(std::uint64_t bytes) { limit_bytes_ = bytes; }
+  /// Bytes that may still be created: limit - created - external (0 when over).
+  std::uint64_t room_bytes() const;
   std::size_t pooled() const { return pool_.size(); }
 
   /// Takes `n` chunks, all or nothing: pooled ones first (LIFO), then new ones while the limit
@@ -97,6 +104,7 @@ class ChunkPool {
   int device_;
   std::size_t chunk_bytes_;
   std::uint64_t limit_bytes_;
+  const std::atomic<std::uint64_t>* external_bytes_;
   std::uint64_t created_bytes_ = 0;
   std::vector<Chunk> chunks_;        // every chunk ever created (index = id)
   std::vector<std::uint32_t> pool_;  // free chunk ids, LIFO

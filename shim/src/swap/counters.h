@@ -32,6 +32,11 @@ struct SwapCounters {
   std::atomic<std::uint64_t> host_pool_full{0};  ///< swap-outs refused by the host cap
   std::atomic<std::uint64_t> policy_ignored{0};  ///< policy entries that matched nothing live
   std::atomic<std::uint64_t> policy_generation{0};  ///< generation in force
+  // --- per iteration, set by CloseIteration() at each boundary (slot 7) ---
+  std::atomic<std::uint64_t> iterations{0};                     ///< boundaries closed
+  std::atomic<std::uint64_t> last_iteration_vmm_calls{0};       ///< vmm_calls in the last one
+  std::atomic<std::uint64_t> last_iteration_swap_out_bytes{0};  ///< swap_out_bytes in it
+  std::atomic<std::uint64_t> last_iteration_swap_in_bytes{0};   ///< swap_in_bytes in it
 
   void Add(std::atomic<std::uint64_t>& c, std::uint64_t v = 1) {
     c.fetch_add(v, std::memory_order_relaxed);
@@ -40,7 +45,21 @@ struct SwapCounters {
     return c.load(std::memory_order_relaxed);
   }
 
-  /// Copies the slot-5 fields into the segment header (client side).
+  /// An iteration boundary: the last_iteration_* fields become the deltas since the previous
+  /// call. Called by one thread at a time (the runner's BeginIteration).
+  void CloseIteration() {
+    constexpr auto r = std::memory_order_relaxed;
+    const std::uint64_t vmm = Get(vmm_calls), out = Get(swap_out_bytes), in = Get(swap_in_bytes);
+    last_iteration_vmm_calls.store(vmm - mark_vmm_, r);
+    last_iteration_swap_out_bytes.store(out - mark_out_, r);
+    last_iteration_swap_in_bytes.store(in - mark_in_, r);
+    mark_vmm_ = vmm;
+    mark_out_ = out;
+    mark_in_ = in;
+    iterations.fetch_add(1, r);
+  }
+
+  /// Copies the published fields into the segment header, slots 5 and 7 (client side).
   void PublishTo(ipc::SegmentHeader* h) const {
     constexpr auto r = std::memory_order_relaxed;
     h->swap_out_bytes.store(Get(swap_out_bytes), r);
@@ -51,7 +70,19 @@ struct SwapCounters {
     h->host_pool_bytes.store(Get(host_pool_bytes), r);
     h->vmm_calls.store(Get(vmm_calls), r);
     h->policy_generation_applied.store(Get(policy_generation), r);
+    h->prefetch_misses.store(Get(prefetch_misses), r);
+    h->fault_ins.store(Get(fault_ins), r);
+    h->evictions.store(Get(evictions), r);
+    h->policy_ignored.store(Get(policy_ignored), r);
+    h->executor_iterations.store(Get(iterations), r);
+    h->last_iteration_vmm_calls.store(Get(last_iteration_vmm_calls), r);
+    h->last_iteration_swap_out_bytes.store(Get(last_iteration_swap_out_bytes), r);
+    h->last_iteration_swap_in_bytes.store(Get(last_iteration_swap_in_bytes), r);
   }
+
+ private:
+  // Counter values at the previous CloseIteration (only its caller touches them).
+  std::uint64_t mark_vmm_ = 0, mark_out_ = 0, mark_in_ = 0;
 };
 
 }  // namespace chameleon::shim::swap

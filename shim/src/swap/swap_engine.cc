@@ -50,8 +50,9 @@ CUresult SwapEngine::Init() {
   r = api_.stream_create(&side_, CU_STREAM_NON_BLOCKING);
   if (r != CUDA_SUCCESS) return r;
   fences_ = std::make_unique<FencePool>(&api_);
-  chunks_ = std::make_unique<ChunkPool>(&api_, fences_.get(), counters_, options_.device,
-                                        chunk_bytes_, options_.device_limit_bytes);
+  chunks_ =
+      std::make_unique<ChunkPool>(&api_, fences_.get(), counters_, options_.device, chunk_bytes_,
+                                  options_.device_limit_bytes, options_.external_bytes);
   host_ = std::make_unique<HostPool>(&api_, counters_, options_.host_pool_cap_bytes);
   return CUDA_SUCCESS;
 }
@@ -127,7 +128,7 @@ bool SwapEngine::EvictClosest(std::size_t bytes, AllocId exclude) {
   Allocation* best = nullptr;
   std::size_t best_diff = 0;
   for (auto& [id, a] : allocs_) {
-    if (id == exclude || a->pinned || a->state != Residency::kResident) continue;
+    if (id == exclude || a->pinned || a->held || a->state != Residency::kResident) continue;
     const std::size_t diff = a->bytes > bytes ? a->bytes - bytes : bytes - a->bytes;
     if (!best || diff < best_diff || (diff == best_diff && id < best->id)) {
       best = a.get();
@@ -179,17 +180,25 @@ CUresult SwapEngine::Allocate(std::size_t bytes, CUstream stream, CUdeviceptr* p
   counters_->Add(counters_->vmm_calls);
   CUresult r = api_.mem_address_reserve(&va, span, chunk_bytes_, 0, 0);
   if (r != CUDA_SUCCESS) return r;
-  std::vector<std::uint32_t> chunks;
-  r = TakeChunks(static_cast<std::uint32_t>(span / chunk_bytes_), stream, 0, &chunks);
-  if (r == CUDA_SUCCESS) {
-    r = MapChunks(va, chunks);
-    if (r != CUDA_SUCCESS) chunks_->Release(chunks, nullptr, nullptr);
-  }
+  r = MapNewLocked(va, bytes, span, stream, id, flags);
   if (r != CUDA_SUCCESS) {
     counters_->Add(counters_->vmm_calls);
     api_.mem_address_free(va, span);
     return r;
   }
+  *ptr = va;
+  return CUDA_SUCCESS;
+}
+
+CUresult SwapEngine::MapNewLocked(CUdeviceptr va, std::size_t bytes, std::size_t span,
+                                  CUstream stream, AllocId* id, std::atomic<std::uint32_t>* flags) {
+  std::vector<std::uint32_t> chunks;
+  CUresult r = TakeChunks(static_cast<std::uint32_t>(span / chunk_bytes_), stream, 0, &chunks);
+  if (r == CUDA_SUCCESS) {
+    r = MapChunks(va, chunks);
+    if (r != CUDA_SUCCESS) chunks_->Release(chunks, nullptr, nullptr);
+  }
+  if (r != CUDA_SUCCESS) return r;
   auto a = std::make_unique<Allocation>();
   a->id = next_id_++;
   a->va = va;
@@ -199,7 +208,6 @@ CUresult SwapEngine::Allocate(std::size_t bytes, CUstream stream, CUdeviceptr* p
   a->last_stream = stream;
   a->flags = flags;
   MirrorFlags(a.get());
-  *ptr = va;
   if (id) *id = a->id;
   by_address_[va] = a->id;
   allocs_.emplace(a->id, std::move(a));
@@ -247,6 +255,10 @@ CUresult SwapEngine::Free(AllocId id, CUstream stream) {
 
 void SwapEngine::FlushUnmaps(bool all) {
   std::lock_guard lock(mu_);
+  FlushUnmapsLocked(all);
+}
+
+void SwapEngine::FlushUnmapsLocked(bool all) {
   std::size_t kept = 0;
   for (std::size_t i = 0; i < pending_.size(); ++i) {
     PendingUnmap p = pending_[i];
@@ -274,7 +286,7 @@ void SwapEngine::FlushUnmaps(bool all) {
 
 std::uint64_t SwapEngine::TrimPool() {
   std::lock_guard lock(mu_);
-  return chunks_ ? chunks_->Trim() : 0;
+  return chunks_ ? TrimLocked() : 0;
 }
 
 void SwapEngine::SetPinned(AllocId id, bool pinned) {
@@ -306,6 +318,67 @@ bool SwapEngine::UnmapPending(AllocId id) const {
   std::lock_guard lock(mu_);
   const Allocation* a = Get(id);
   return a && a->state == Residency::kSwappedOut && a->mapped;
+}
+
+std::uint64_t SwapEngine::TrimLocked() {
+  // A pooled chunk may still be mapped at the stale VA of a swapped-out or freed range, and the
+  // driver frees a released chunk only once its last mapping goes: unmap first what can go (the
+  // same fences guard both), so the chunks Trim releases really return their memory.
+  FlushUnmapsLocked(/*all=*/false);
+  return chunks_->Trim();
+}
+
+std::uint64_t SwapEngine::DrainAndTrimLocked() {
+  // Idle chunks whose last user is still running, or still mapped at a stale VA (a released
+  // chunk's memory only goes when its last mapping does): wait for all of it once.
+  const std::uint64_t t0 = NowNs();
+  if (Fence* f = fences_->Record(side_)) {
+    api_.event_synchronize(f->event);
+    fences_->Unref(f);
+  }
+  FlushUnmapsLocked(/*all=*/true);
+  Stall(t0);
+  return TrimLocked();
+}
+
+bool SwapEngine::MakeRoom(std::uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  if (!chunks_) return false;
+  const auto fits = [&] { return chunks_->room_bytes() >= bytes; };
+  if (fits()) return true;
+  TrimLocked();
+  if (fits()) return true;
+  DrainAndTrimLocked();
+  // Each eviction puts the victim's chunks in the pool; draining lets them go to the driver.
+  while (!fits() && EvictClosest(bytes, 0)) DrainAndTrimLocked();
+  return fits();
+}
+
+bool SwapEngine::ReleaseBytes(std::uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  if (!chunks_) return false;
+  std::uint64_t released = TrimLocked();
+  if (released < bytes) released += DrainAndTrimLocked();
+  while (released < bytes && EvictClosest(bytes, 0)) released += DrainAndTrimLocked();
+  return released > 0;
+}
+
+void SwapEngine::SetDeviceLimit(std::uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  options_.device_limit_bytes = bytes;
+  if (!chunks_) return;
+  chunks_->set_limit_bytes(bytes);
+  TrimLocked();
+}
+
+std::uint64_t SwapEngine::device_limit() const {
+  std::lock_guard lock(mu_);
+  return options_.device_limit_bytes;
+}
+
+std::uint64_t SwapEngine::chunk_bytes_in_use() const {
+  std::lock_guard lock(mu_);
+  return chunks_ ? chunks_->created_bytes() - chunks_->pooled() * chunk_bytes_ : 0;
 }
 
 std::uint64_t SwapEngine::chunk_bytes_created() const {

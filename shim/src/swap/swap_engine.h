@@ -43,6 +43,9 @@ struct SwapEngineOptions {
   /// Fault injection (tests only): WaitResident does not make the consumer wait. Exists to prove
   /// that the data tests can see the race it opens.
   bool skip_swap_in_wait = false;
+  /// Device bytes held outside the engine (the shim's passed-through allocations), counted
+  /// against the limit: chunks are created only while created + external <= limit. May be null.
+  const std::atomic<std::uint64_t>* external_bytes = nullptr;
 };
 
 /// Identity of an allocation (monotonic, never reused: a stale id simply finds nothing).
@@ -90,6 +93,26 @@ class SwapEngine {
   CUresult WaitResident(AllocId id, CUstream consumer);
   /// Safety net: brings the allocation back and waits on the host (a counted stall).
   CUresult FaultIn(AllocId id);
+  /// Everything an op about to run on `stream` needs, under one lock: each swapped-out allocation
+  /// is faulted in (FaultIn), each in-flight one makes `stream` wait (WaitResident), and none of
+  /// `ids` can be evicted to make room for another. Unknown ids are skipped. Fails (typically
+  /// CUDA_ERROR_OUT_OF_MEMORY: the op's own tensors do not fit the limit) without launching.
+  CUresult PrepareUse(const AllocId* ids, std::size_t n, CUstream stream);
+  /// Makes room for `bytes` allocated outside the engine: trims idle pooled chunks, then
+  /// (counted stalls) waits for pending unmaps and evicts resident allocations. True when
+  /// created chunk bytes + external bytes + `bytes` <= the limit afterwards.
+  bool MakeRoom(std::uint64_t bytes);
+  /// The driver refused an allocation made outside the engine although the accounting says it
+  /// fits (the driver's own bookkeeping lags, e.g. stream-ordered frees not yet executed): gives
+  /// at least `bytes` of chunks back to the driver, evicting if needed (counted stalls). False
+  /// when nothing could be released.
+  bool ReleaseBytes(std::uint64_t bytes);
+  /// Changes the limit (e.g. the daemon's). A lower one takes effect as chunks are freed: idle
+  /// pooled chunks are trimmed now, later takes evict.
+  void SetDeviceLimit(std::uint64_t bytes);
+  std::uint64_t device_limit() const;
+  /// Bytes of chunks mapped to allocations (created minus pooled).
+  std::uint64_t chunk_bytes_in_use() const;
   /// Unmaps swapped-out / freed ranges whose copies have completed; with `all`, also those still
   /// in flight (waits). Called at iteration boundaries.
   void FlushUnmaps(bool all = false);
@@ -120,7 +143,8 @@ class SwapEngine {
     Residency state = Residency::kResident;
     bool mapped = true;  // VA has mappings (resident, or swapped with its unmap deferred)
     bool pinned = false;
-    bool wait_counted = false;          // hit/miss counted for the current `ready`
+    bool held = false;          // named by the op being prepared (PrepareUse): never evicted for it
+    bool wait_counted = false;  // hit/miss counted for the current `ready`
     std::vector<std::uint32_t> chunks;  // mapped chunks, or the released ones when swapped
     std::vector<std::uint64_t> epochs;  // chunk epochs at release (Reclaim)
     void* host = nullptr;               // host copy while swapped out
@@ -139,7 +163,17 @@ class SwapEngine {
   Allocation* Get(AllocId id);
   const Allocation* Get(AllocId id) const;
   CUresult SwapOutLocked(Allocation* a, CUstream compute);
-  CUresult SwapInLocked(Allocation* a);
+  /// `count_stall`: false inside FaultIn, which counts its whole wait as one stall.
+  CUresult SwapInLocked(Allocation* a, bool count_stall = true);
+  CUresult FaultInLocked(Allocation* a);
+  CUresult MapNewLocked(CUdeviceptr va, std::size_t bytes, std::size_t span, CUstream stream,
+                        AllocId* id, std::atomic<std::uint32_t>* flags);
+  void FlushUnmapsLocked(bool all);
+  /// Unmaps the ranges whose fences completed, then releases idle pooled chunks.
+  std::uint64_t TrimLocked();
+  /// Waits for the side stream and every pending unmap, then trims the pool (a counted stall).
+  std::uint64_t DrainAndTrimLocked();
+  CUresult WaitResidentLocked(Allocation* a, CUstream consumer);
   CUresult TakeChunks(std::uint32_t n, CUstream wait_stream, AllocId exclude,
                       std::vector<std::uint32_t>* out);
   bool EvictClosest(std::size_t bytes, AllocId exclude);

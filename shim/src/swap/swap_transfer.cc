@@ -59,7 +59,7 @@ CUresult SwapEngine::SwapIn(AllocId id) {
   return r;
 }
 
-CUresult SwapEngine::SwapInLocked(Allocation* a) {
+CUresult SwapEngine::SwapInLocked(Allocation* a, bool count_stall) {
   if (a->state == Residency::kResident) return CUDA_SUCCESS;
   if (a->mapped) {
     // Still mapped to its old chunks. If nobody took them since, their contents are intact:
@@ -84,7 +84,7 @@ CUresult SwapEngine::SwapInLocked(Allocation* a) {
     // A stall only if the swap-out copy was still running (simgpu's cuMemUnmap additionally
     // synchronises the device, which its virtual clock accounts for).
     const std::uint64_t t0 = NowNs();
-    if (UnmapNow(a)) Stall(t0);
+    if (UnmapNow(a) && count_stall) Stall(t0);
     counters_->Add(counters_->forced_unmaps);
   }
   std::vector<std::uint32_t> fresh;
@@ -115,6 +115,10 @@ CUresult SwapEngine::WaitResident(AllocId id, CUstream consumer) {
   std::lock_guard lock(mu_);
   Allocation* a = Get(id);
   if (!a) return CUDA_ERROR_NOT_FOUND;
+  return WaitResidentLocked(a, consumer);
+}
+
+CUresult SwapEngine::WaitResidentLocked(Allocation* a, CUstream consumer) {
   a->last_stream = consumer;
   CUresult r = CUDA_SUCCESS;
   if (a->state == Residency::kSwappedOut) r = SwapInLocked(a);
@@ -139,9 +143,13 @@ CUresult SwapEngine::FaultIn(AllocId id) {
   std::lock_guard lock(mu_);
   Allocation* a = Get(id);
   if (!a) return CUDA_ERROR_NOT_FOUND;
+  return FaultInLocked(a);
+}
+
+CUresult SwapEngine::FaultInLocked(Allocation* a) {
   if (a->state == Residency::kResident && !a->ready) return CUDA_SUCCESS;
   const std::uint64_t t0 = NowNs();
-  CUresult r = SwapInLocked(a);
+  CUresult r = SwapInLocked(a, /*count_stall=*/false);
   if (r == CUDA_SUCCESS && a->ready && !options_.skip_swap_in_wait) {
     r = api_.event_synchronize(a->ready->event);
     fences_->Unref(a->ready);
@@ -151,6 +159,31 @@ CUresult SwapEngine::FaultIn(AllocId id) {
   Stall(t0);
   MirrorFlags(a);
   return r;
+}
+
+CUresult SwapEngine::PrepareUse(const AllocId* ids, std::size_t n, CUstream stream) {
+  std::lock_guard lock(mu_);
+  // Hold them all first: bringing one back must not evict another this op needs.
+  for (std::size_t i = 0; i < n; ++i) {
+    if (Allocation* a = Get(ids[i])) a->held = true;
+  }
+  CUresult result = CUDA_SUCCESS;
+  for (std::size_t i = 0; i < n; ++i) {
+    Allocation* a = Get(ids[i]);
+    if (!a) continue;
+    CUresult r = CUDA_SUCCESS;
+    if (a->state == Residency::kSwappedOut) {
+      r = FaultInLocked(a);
+    } else if (a->ready) {
+      r = WaitResidentLocked(a, stream);
+    }
+    a->last_stream = stream;
+    if (r != CUDA_SUCCESS && result == CUDA_SUCCESS) result = r;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (Allocation* a = Get(ids[i])) a->held = false;
+  }
+  return result;
 }
 
 }  // namespace chameleon::shim::swap

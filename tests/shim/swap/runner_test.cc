@@ -1,6 +1,8 @@
 // PolicyRunner on simgpu: triggers fire at (token, occurrence) anchors, inserted ops do not move
-// them, unmatched or freed entries are ignored, generations change only at iteration boundaries.
-#include <map>
+// them, entries bind to the out-anchor op's tensor by position and size, unmatched or freed
+// entries are ignored, wrapping entries keep their binding across the boundary, generations
+// change only at iteration boundaries.
+#include <span>
 
 #include "sim_fixture.h"
 #include "swap/policy_runner.h"
@@ -15,10 +17,11 @@ std::uint64_t C(const std::atomic<std::uint64_t>& c) { return c.load(); }
 
 constexpr std::uint32_t kFwd = 10, kBwd = 20, kNoise = 30;
 
-chameleon::ipc::SwapEntry Entry(std::uint64_t key, std::uint32_t out_occ, std::uint32_t in_occ,
-                                std::uint32_t use_occ) {
+chameleon::ipc::SwapEntry Entry(std::uint64_t bytes, std::uint32_t out_occ, std::uint32_t in_occ,
+                                std::uint32_t use_occ, std::uint16_t out_arg = 0) {
   chameleon::ipc::SwapEntry e{};
-  e.match_key = key;
+  e.bytes = bytes;
+  e.out_arg = out_arg;
   e.out_token = kFwd;
   e.out_occurrence = out_occ;
   e.in_token = kBwd;
@@ -41,28 +44,27 @@ class RunnerTest : public SwapFixture {
   void SetUp() override {
     SwapFixture::SetUp();
     StartEngine();
-    runner_ = std::make_unique<sw::PolicyRunner>(
-        engine_.get(), &counters_, [this](const chameleon::ipc::SwapEntry& e) -> AllocId {
-          auto it = keys_.find(e.match_key);
-          return it == keys_.end() ? 0 : it->second;
-        });
+    runner_ = std::make_unique<sw::PolicyRunner>(engine_.get(), &counters_);
   }
-  /// One op: BeforeOp, (nothing to launch), AfterOp; returns the tensor's state after it.
+  /// One op whose only tensor argument is `watch` (2 MiB): BeforeOp, (nothing to launch),
+  /// AfterOp; returns the tensor's state after it.
   Residency Op(std::uint32_t token, AllocId watch) {
+    const sw::OpTensor args[] = {{watch, 2 * kMiB}};
+    return Op(token, watch, args);
+  }
+  Residency Op(std::uint32_t token, AllocId watch, std::span<const sw::OpTensor> args) {
     const std::uint32_t occ = runner_->BeforeOp(token, compute_);
-    runner_->AfterOp(token, occ, compute_);
+    runner_->AfterOp(token, occ, compute_, args);
     return engine_->State(watch);
   }
   std::unique_ptr<sw::PolicyRunner> runner_;
-  std::map<std::uint64_t, AllocId> keys_;
 };
 
 TEST_F(RunnerTest, TriggersFireAtTheirAnchors) {
   CUdeviceptr p = 0;
   AllocId id = 0;
   ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
-  keys_[0xA] = id;
-  runner_->SetPolicy(MakePolicy(1, {Entry(0xA, 1, 0, 1)}));
+  runner_->SetPolicy(MakePolicy(1, {Entry(2 * kMiB, 1, 0, 1)}));
   runner_->BeginIteration();
   EXPECT_EQ(Op(kFwd, id), Residency::kResident);    // fwd#0
   EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);  // fwd#1: last use -> out
@@ -78,8 +80,7 @@ TEST_F(RunnerTest, InsertedOpsDoNotShiftTheTriggers) {
   CUdeviceptr p = 0;
   AllocId id = 0;
   ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
-  keys_[0xA] = id;
-  runner_->SetPolicy(MakePolicy(1, {Entry(0xA, 1, 0, 1)}));
+  runner_->SetPolicy(MakePolicy(1, {Entry(2 * kMiB, 1, 0, 1)}));
   runner_->BeginIteration();
   EXPECT_EQ(Op(kNoise, id), Residency::kResident);
   EXPECT_EQ(Op(kFwd, id), Residency::kResident);
@@ -100,10 +101,73 @@ TEST_F(RunnerTest, AnEntryThatMatchesNothingIsIgnored) {
   CUdeviceptr p = 0;
   AllocId id = 0;
   ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
-  runner_->SetPolicy(MakePolicy(1, {Entry(0xBAD, 0, 0, 1)}));  // no such key
+  // No tensor of the out-anchor op has the planned size (nor does the one at out_arg).
+  runner_->SetPolicy(MakePolicy(1, {Entry(3 * kMiB, 0, 0, 1)}));
   runner_->BeginIteration();
   for (std::uint32_t t : {kFwd, kFwd, kBwd, kBwd}) EXPECT_EQ(Op(t, id), Residency::kResident);
   EXPECT_EQ(C(counters_.policy_ignored), 1u);  // once per entry and iteration, not per trigger
+  // A tensor that is not the executor's (id 0: passed through) is never a target either.
+  runner_->BeginIteration();
+  const sw::OpTensor passthrough[] = {{0, 3 * kMiB}};
+  EXPECT_EQ(Op(kFwd, id, passthrough), Residency::kResident);
+  EXPECT_EQ(C(counters_.policy_ignored), 2u);
+}
+
+TEST_F(RunnerTest, AnEntryBindsTheTensorAtItsArgumentOrTheFirstOfItsSize) {
+  CUdeviceptr p = 0, q = 0, r = 0;
+  AllocId small = 0, a = 0, b = 0;
+  ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &small));
+  ASSERT_CU(engine_->Allocate(4 * kMiB, compute_, &q, &a));
+  ASSERT_CU(engine_->Allocate(4 * kMiB, compute_, &r, &b));
+  const sw::OpTensor args[] = {{small, 2 * kMiB}, {a, 4 * kMiB}, {b, 4 * kMiB}};
+  // out_arg 2 names b exactly.
+  runner_->SetPolicy(MakePolicy(1, {Entry(4 * kMiB, 0, 0, 1, 2)}));
+  runner_->BeginIteration();
+  EXPECT_EQ(Op(kFwd, b, args), Residency::kSwappedOut);
+  EXPECT_EQ(engine_->State(a), Residency::kResident);
+  EXPECT_EQ(engine_->State(small), Residency::kResident);
+  EXPECT_EQ(Op(kBwd, b, args), Residency::kResident);
+  // out_arg 0 has the wrong size: the first 4 MiB tensor (a) is taken instead.
+  runner_->SetPolicy(MakePolicy(2, {Entry(4 * kMiB, 0, 0, 1, 0)}));
+  runner_->BeginIteration();
+  EXPECT_EQ(Op(kFwd, a, args), Residency::kSwappedOut);
+  EXPECT_EQ(engine_->State(b), Residency::kResident);
+  EXPECT_EQ(engine_->State(small), Residency::kResident);
+  EXPECT_EQ(Op(kBwd, a, args), Residency::kResident);
+  EXPECT_EQ(C(counters_.policy_ignored), 0u);
+}
+
+TEST_F(RunnerTest, AWrappingEntryKeepsItsBindingAcrossTheBoundary) {
+  CUdeviceptr p = 0, q = 0;
+  AllocId id = 0, other = 0;
+  ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
+  ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &q, &other));
+  // Out after bwd#0 (the last use of the iteration); in before fwd#0 and use at fwd#1 of the
+  // NEXT iteration.
+  chameleon::ipc::SwapEntry e = Entry(2 * kMiB, 0, 0, 1);
+  e.out_token = kBwd;
+  e.in_token = kFwd;
+  e.use_token = kFwd;
+  e.entry_flags = chameleon::ipc::kEntryWraps;
+  runner_->SetPolicy(MakePolicy(1, {e}));
+  runner_->BeginIteration();
+  // First iteration: nothing is bound yet, so fwd#0 / fwd#1 do nothing (and count nothing).
+  EXPECT_EQ(Op(kFwd, other), Residency::kResident);
+  EXPECT_EQ(Op(kFwd, other), Residency::kResident);
+  EXPECT_EQ(Op(kBwd, id), Residency::kSwappedOut);
+  runner_->BeginIteration();
+  EXPECT_EQ(engine_->State(id), Residency::kSwappedOut);  // still out over the boundary
+  EXPECT_EQ(Op(kFwd, other), Residency::kResident);       // fwd#0 starts the swap-in of `id`
+  EXPECT_EQ(engine_->State(id), Residency::kResident);
+  EXPECT_EQ(Op(kFwd, id), Residency::kResident);  // fwd#1 waits for it
+  EXPECT_EQ(C(counters_.prefetch_hits) + C(counters_.prefetch_misses), 1u);
+  EXPECT_EQ(Op(kBwd, id), Residency::kSwappedOut);  // and out again
+  EXPECT_EQ(C(counters_.policy_ignored), 0u);
+  // A new generation without the entry: the tensor left out is brought back at the switch.
+  runner_->SetPolicy(MakePolicy(2, {}));
+  runner_->BeginIteration();
+  EXPECT_EQ(engine_->State(id), Residency::kResident);
+  ASSERT_CU(ctx_sync_());
 }
 
 TEST_F(RunnerTest, AnEntryNamingAFreedTensorIsIgnored) {
@@ -111,12 +175,12 @@ TEST_F(RunnerTest, AnEntryNamingAFreedTensorIsIgnored) {
   AllocId id = 0, live = 0;
   ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
   ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &q, &live));
-  keys_[0xA] = id;
-  keys_[0xB] = live;
   ASSERT_CU(engine_->Free(id, compute_));
-  runner_->SetPolicy(MakePolicy(1, {Entry(0xA, 0, 0, 1), Entry(0xB, 0, 0, 1)}));
+  // The op still names the freed tensor (a stale id): its entry is ignored, never a fault.
+  runner_->SetPolicy(MakePolicy(1, {Entry(2 * kMiB, 0, 0, 1, 0), Entry(2 * kMiB, 0, 0, 1, 1)}));
   runner_->BeginIteration();
-  EXPECT_EQ(Op(kFwd, live), Residency::kSwappedOut);  // the live entry still works
+  const sw::OpTensor args[] = {{id, 2 * kMiB}, {live, 2 * kMiB}};
+  EXPECT_EQ(Op(kFwd, live, args), Residency::kSwappedOut);  // the live entry still works
   EXPECT_EQ(Op(kBwd, live), Residency::kResident);
   EXPECT_EQ(Op(kBwd, live), Residency::kResident);
   EXPECT_EQ(C(counters_.policy_ignored), 1u);
@@ -127,12 +191,11 @@ TEST_F(RunnerTest, ANewGenerationTakesEffectOnlyAtTheBoundary) {
   CUdeviceptr p = 0;
   AllocId id = 0;
   ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
-  keys_[0xA] = id;
-  runner_->SetPolicy(MakePolicy(1, {Entry(0xA, 1, 0, 1)}));
+  runner_->SetPolicy(MakePolicy(1, {Entry(2 * kMiB, 1, 0, 1)}));
   runner_->BeginIteration();
   EXPECT_EQ(runner_->generation(), 1u);
   EXPECT_EQ(Op(kFwd, id), Residency::kResident);
-  runner_->SetPolicy(MakePolicy(2, {Entry(0xA, 0, 1, 2)}));  // would fire at fwd#0
+  runner_->SetPolicy(MakePolicy(2, {Entry(2 * kMiB, 0, 1, 2)}));  // would fire at fwd#0
   EXPECT_EQ(runner_->generation(), 1u);
   EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);  // still generation 1's anchor
   EXPECT_EQ(Op(kBwd, id), Residency::kResident);
@@ -148,14 +211,14 @@ TEST_F(RunnerTest, DataSurvivesPolicyDrivenSwappingAcrossIterations) {
   CUdeviceptr a = 0;
   AllocId ida = 0;
   ASSERT_CU(engine_->Allocate(4 * kMiB, compute_, &a, &ida));
-  keys_[0xA] = ida;
-  runner_->SetPolicy(MakePolicy(1, {Entry(0xA, 0, 0, 1)}));
+  runner_->SetPolicy(MakePolicy(1, {Entry(4 * kMiB, 0, 0, 1)}));
   for (int it = 0; it < 3; ++it) {
     runner_->BeginIteration();
     // fwd#0 produces A; A goes out after it.
     std::uint32_t occ = runner_->BeforeOp(kFwd, compute_);
     ASSERT_CU(Fill(a, 4 * kMiB, 100 + it, compute_));
-    runner_->AfterOp(kFwd, occ, compute_);
+    const sw::OpTensor args[] = {{ida, 4 * kMiB}};
+    runner_->AfterOp(kFwd, occ, compute_, args);
     // fwd#1: a temporary takes A's chunks and scribbles on them.
     occ = runner_->BeforeOp(kFwd, compute_);
     CUdeviceptr t = 0;
@@ -163,13 +226,13 @@ TEST_F(RunnerTest, DataSurvivesPolicyDrivenSwappingAcrossIterations) {
     ASSERT_CU(engine_->Allocate(4 * kMiB, compute_, &t, &idt));
     ASSERT_CU(Fill(t, 4 * kMiB, 7, compute_));
     ASSERT_CU(engine_->Free(idt, compute_));
-    runner_->AfterOp(kFwd, occ, compute_);
+    runner_->AfterOp(kFwd, occ, compute_, {});
     // bwd#0 prefetches, bwd#1 consumes A on the compute stream.
     occ = runner_->BeforeOp(kBwd, compute_);
-    runner_->AfterOp(kBwd, occ, compute_);
+    runner_->AfterOp(kBwd, occ, compute_, args);
     occ = runner_->BeforeOp(kBwd, compute_);
     ASSERT_CU(Check(a, 4 * kMiB, 100 + it, compute_, it));
-    runner_->AfterOp(kBwd, occ, compute_);
+    runner_->AfterOp(kBwd, occ, compute_, args);
     ASSERT_CU(ctx_sync_());  // the loss.item() of a training step
     EXPECT_EQ(results_[it], 0u) << "iteration " << it;
   }

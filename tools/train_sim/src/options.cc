@@ -49,6 +49,9 @@ ParseResult ParseOptions(int argc, char** argv, Options* o) {
                  "K > 0: toggle an auxiliary branch every K steps and skip an optimizer step "
                  "periodically; prints 'shift at step N' for each op-sequence change")
       ->check(CLI::Range(0, 1000000));
+  app.add_flag("--pointer-table", o->pointer_table,
+               "once per step, gather the first bytes of every weight through a device-side "
+               "table of their addresses (folded into 'checksum')");
   std::string alloc = "tensor";
   app.add_option("--alloc", alloc, "tensor | caching | expandable")
       ->check(CLI::IsMember({"tensor", "caching", "expandable"}));

@@ -21,7 +21,8 @@ struct Options {
   bool recompute = false;
   int dynamic = 0;  ///< K: auxiliary branch toggles every K steps; 0 = static
   AllocStyle alloc = AllocStyle::kTensor;
-  int corrupt_at_step = -1;  ///< test hook: flip a weight byte before step N (N == steps: at end)
+  bool pointer_table = false;  ///< one gather per step through a device-side pointer table
+  int corrupt_at_step = -1;    ///< test hook: flip a weight byte before step N (N == steps: at end)
 
   // Derived.
   int heads = 1;

@@ -55,6 +55,9 @@ void Trainer::Setup() {
   config.aux_head = options_.dynamic > 0;
   model_ = std::make_unique<Model>(config, api_, *alloc_, *launcher_, stream_);
   model_->Init(options_.seed);
+  if (options_.pointer_table) {
+    gather_ = std::make_unique<PointerTableGather>(api_, *alloc_, stream_, model_->params());
+  }
   persistent_bytes_ = alloc_->live_bytes();
   launcher_->TakeSequenceHash();  // initialisation is not part of any step
 }
@@ -98,6 +101,9 @@ void Trainer::Step(int step) {
   Check(api_, api_.cuMemcpyHtoDAsync(targets.ptr, host_targets.data(), targets.bytes, stream_),
         "cuMemcpyHtoDAsync(targets)");
   model_->ForwardBackward(tokens, targets, loss, aux);
+  // --pointer-table: between backward and the optimizer step, where memory pressure is highest
+  // and a swapping runtime is most likely to have moved a weight.
+  if (gather_) gather_->Launch();
   if (!skip) model_->OptimizerStep();
   model_->DropGrads();
   Check(api_, api_.cuMemcpyDtoHAsync(&host_loss, loss.ptr, sizeof(float), stream_),
@@ -108,6 +114,7 @@ void Trainer::Step(int step) {
   Check(api_, api_.cuEventRecord(end_, stream_), "cuEventRecord");
   // The host buffers above stay alive until here, where the stream has consumed them.
   Check(api_, api_.cuEventSynchronize(end_), "cuEventSynchronize");
+  if (gather_) gather_->Fold();
   float ms = 0.f;
   Check(api_, api_.cuEventElapsedTime(&ms, start_, end_), "cuEventElapsedTime");
 
@@ -169,10 +176,16 @@ std::uint64_t Trainer::ChecksumFromDevice() {
           "cuMemcpyDtoH(" + param.name + ")");
     for (unsigned char byte : host) hash = (hash ^ byte) * 0x100000001b3ull;
   }
+  if (gather_) {
+    // --pointer-table: what every step gathered through the table counts too.
+    const std::uint64_t gathered = gather_->hash();
+    for (int i = 0; i < 8; ++i) hash = (hash ^ ((gathered >> (8 * i)) & 0xff)) * 0x100000001b3ull;
+  }
   return hash;
 }
 
 void Trainer::Teardown() {
+  if (gather_) gather_->Release();
   model_->Release();
   Check(api_, api_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
   alloc_->ReleaseAll();

@@ -12,6 +12,7 @@
 #include "launcher.h"
 #include "model.h"
 #include "options.h"
+#include "pointer_table.h"
 
 namespace chameleon::train_sim {
 
@@ -47,6 +48,7 @@ class Trainer {
   std::unique_ptr<Allocator> alloc_;
   std::unique_ptr<Launcher> launcher_;
   std::unique_ptr<Model> model_;
+  std::unique_ptr<PointerTableGather> gather_;  // --pointer-table
   std::size_t persistent_bytes_ = 0;  // weights + Adam state: what must be live between steps
   std::uint64_t previous_sequence_ = 0;
 };

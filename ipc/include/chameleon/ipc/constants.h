@@ -15,7 +15,7 @@ inline constexpr std::size_t kFalseSharing = 128;
 
 /// Shared-memory layout version. A reader refuses another major; a newer minor only appends.
 inline constexpr std::uint16_t kLayoutMajor = 1;
-inline constexpr std::uint16_t kLayoutMinor = 0;
+inline constexpr std::uint16_t kLayoutMinor = 1;  // 1.1: slot 7 executor detail
 
 /// Socket protocol version (independent of the segment layout).
 inline constexpr std::uint16_t kProtocolMajor = 1;

@@ -134,14 +134,29 @@ struct SyncRecord {
 };
 static_assert(sizeof(SyncRecord) == 16);
 
-/// kIterationMark: written by the shim when it sees the boundary signature.
+/// kIterationMark: written by the shim when it sees the boundary signature. Boundary b (the
+/// b-th seen, b >= 1) starts *interval b*, which ends at boundary b + 1.
+///
+/// Device time is measured with one CUDA event per boundary and queried without blocking; the
+/// host runs ahead of the device, so the interval that just ended is rarely complete. The mark
+/// therefore carries the newest completed interval not reported before, and says which one it is
+/// (`timed_iteration`). The daemon credits interval j to the policy generation that was in force
+/// at both of its boundaries (`generation` of marks j and j + 1).
 struct IterationMarkRecord {
-  std::uint64_t iteration;       ///< shim's count of boundaries seen (starts at 1)
+  std::uint64_t iteration;       ///< b: the shim's count of boundaries seen (starts at 1)
   std::uint64_t host_time_ns;    ///< CLOCK_MONOTONIC when the boundary op was launched
-  std::uint64_t device_time_ns;  ///< device time of the iteration that just ended (0 = unknown yet)
-  std::uint64_t ops;             ///< ops the shim counted in that iteration
+  std::uint64_t device_time_ns;  ///< device time of interval `timed_iteration` (0 = none)
+  std::uint64_t ops;             ///< ops the shim counted in interval b - 1
+  // --- layout 1.1 (a 1.0 writer's record ends above; the reader zero-fills) ---
+  std::uint64_t timed_iteration;  ///< which interval device_time_ns measures (0 = none/unknown)
+  std::uint64_t generation;       ///< policy generation in force at this boundary (0 = none)
 };
-static_assert(sizeof(IterationMarkRecord) == 32);
+static_assert(sizeof(IterationMarkRecord) == 48);
+static_assert(offsetof(IterationMarkRecord, device_time_ns) == 16);
+static_assert(offsetof(IterationMarkRecord, timed_iteration) == 32);
+static_assert(offsetof(IterationMarkRecord, generation) == 40);
+/// Payload bytes of a layout-1.0 mark: the minimum a reader accepts.
+inline constexpr std::size_t kIterationMarkV10Bytes = 32;
 
 /// kMemInfo (detailed mode): device bytes live after the preceding op.
 struct MemInfoRecord {

@@ -62,13 +62,15 @@ enum class DrainError : std::uint8_t {
   kNone,
   kBadLength,            ///< length < header, > kMaxRecordBytes, past the ring end or the batch
   kStuckRecordRepaired,  ///< a claimed record was stuck past the timeout and skipped as padding
-  kBadType,              ///< a committed record of a type this reader does not know
+  kBadType,              ///< ValidateRecord only: a type this reader does not know (Drain skips
+                         ///< such records, see unknown_skipped())
   kBadPayload,           ///< payload shorter than its type needs (or tensor_count too large)
 };
 const char* ToString(DrainError error);
 
 /// Checks a committed record's payload against its type: at least the fixed payload (a newer
 /// minor may append), and for kLaunch the tensor list. Used by the consumer before handing out.
+/// An unknown type (or padding) is kBadType here; Drain never hands such records out.
 DrainError ValidateRecord(RecordType type, std::span<const std::uint8_t> payload);
 
 /// Reads records. Not thread-safe: one consumer thread.
@@ -83,6 +85,8 @@ class EventRingConsumer {
   /// (measured with `now_ns`, e.g. MonotonicNowNs(); never decreasing) is turned into padding:
   /// the writer died mid-record. Choose a timeout far above any preemption (seconds). A corrupt
   /// record stops the drain and stays where it is (last_error() says why): disconnect the client.
+  /// A committed record of a type this reader does not know (a newer minor's) but with a valid
+  /// length is skipped and counted in unknown_skipped(); it is not an error.
   /// At most one ring's worth of bytes is consumed per call.
   template <typename Handler>
   std::size_t Drain(Handler&& handler, std::size_t max_records, std::uint64_t now_ns,
@@ -92,6 +96,8 @@ class EventRingConsumer {
   DrainError last_error() const { return last_error_; }
   std::uint64_t repaired() const { return repaired_; }
   std::uint64_t corrupt() const { return corrupt_; }
+  /// Well-framed records of unknown types skipped (cumulative).
+  std::uint64_t unknown_skipped() const { return unknown_skipped_; }
   std::uint64_t capacity() const { return capacity_; }
 
  private:
@@ -113,6 +119,7 @@ class EventRingConsumer {
   DrainError last_error_ = DrainError::kNone;
   std::uint64_t repaired_ = 0;
   std::uint64_t corrupt_ = 0;
+  std::uint64_t unknown_skipped_ = 0;
 };
 
 // ---- Producer hot path (inline). Memory ordering is explained in event_ring.cc. ----

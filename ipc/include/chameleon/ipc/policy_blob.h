@@ -17,7 +17,9 @@ namespace chameleon::ipc {
 /// "CHPL" little-endian.
 inline constexpr std::uint32_t kPolicyBlobMagic = 0x4c504843u;
 inline constexpr std::uint16_t kPolicyBlobMajor = 1;
-inline constexpr std::uint16_t kPolicyBlobMinor = 0;
+/// Minor 1: SwapEntry's former `reserved` word is `out_arg` + `entry_flags` (a 1.0 writer sent
+/// zeros there, which a 1.1 reader reads as "argument 0, no flags": still a valid entry).
+inline constexpr std::uint16_t kPolicyBlobMinor = 1;
 
 struct PolicyBlobHeader {
   std::uint32_t magic;
@@ -80,12 +82,27 @@ struct SwapEntry {
   std::uint32_t use_occurrence;
   std::uint16_t tier;    ///< Tier
   std::uint16_t helper;  ///< peer device ordinal or NUMA node for non-host tiers
-  std::uint32_t reserved;
+  /// Which tensor of the out-anchor op this entry is: its index among that op's tensors in record
+  /// order (a launch's tensor ids as the shim lists them; a copy's source then destination; a
+  /// memset's destination). The shim binds the entry to that tensor after the op (since 1.1).
+  std::uint16_t out_arg;
+  std::uint16_t entry_flags;  ///< SwapEntryFlag bits (since 1.1)
 };
 static_assert(sizeof(SwapEntry) == 56);
 static_assert(offsetof(SwapEntry, out_token) == 24);
 static_assert(offsetof(SwapEntry, use_token) == 40);
 static_assert(offsetof(SwapEntry, tier) == 48);
+static_assert(offsetof(SwapEntry, out_arg) == 52);
+static_assert(offsetof(SwapEntry, entry_flags) == 54);
+
+/// Bits of SwapEntry::entry_flags.
+enum SwapEntryFlag : std::uint16_t {
+  /// The in and use anchors lie in the NEXT iteration (the plan's in_start_op / use_op are at or
+  /// past the iteration's op count): the binding made at the out anchor survives the boundary.
+  kEntryWraps = 1u << 0,
+};
+/// out_arg value of an entry whose tensor was not found among its out-anchor op's tensors.
+inline constexpr std::uint16_t kOutArgUnknown = 0xffff;
 
 /// The decoded policy.
 struct Policy {

@@ -84,8 +84,16 @@ struct alignas(kFalseSharing) SegmentHeader {
   std::atomic<std::uint64_t> device_limit_bytes;  ///< limit in force in the shim (0 = none)
   std::uint8_t pad6[kFalseSharing - 24];
 
-  // --- slot 7: reserved for later minors (zero). ---
-  std::uint8_t reserved[kFalseSharing];
+  // --- slot 7 (layout 1.1): executor detail (client writes; zero from a 1.0 writer). ---
+  std::atomic<std::uint64_t> prefetch_misses;      ///< consumers that had to wait on a swap-in
+  std::atomic<std::uint64_t> fault_ins;            ///< safety-net synchronous swap-ins
+  std::atomic<std::uint64_t> evictions;            ///< OOM evictions (closest-size rule)
+  std::atomic<std::uint64_t> policy_ignored;       ///< policy entries that matched nothing live
+  std::atomic<std::uint64_t> executor_iterations;  ///< iteration boundaries the executor closed
+  std::atomic<std::uint64_t> last_iteration_vmm_calls;       ///< VMM calls in the last closed one
+  std::atomic<std::uint64_t> last_iteration_swap_out_bytes;  ///< bytes out in the last one
+  std::atomic<std::uint64_t> last_iteration_swap_in_bytes;   ///< bytes in in the last one
+  std::uint8_t reserved[kFalseSharing - 64];                 ///< later minors (zero)
 };
 
 static_assert(std::is_standard_layout_v<SegmentHeader>);
@@ -119,6 +127,9 @@ static_assert(offsetof(SegmentHeader, swap_out_bytes) == 5 * kFalseSharing);
 static_assert(offsetof(SegmentHeader, policy_generation_applied) == 5 * kFalseSharing + 56);
 static_assert(offsetof(SegmentHeader, device_bytes_live) == 6 * kFalseSharing);
 static_assert(offsetof(SegmentHeader, device_limit_bytes) == 6 * kFalseSharing + 16);
-static_assert(offsetof(SegmentHeader, reserved) == 7 * kFalseSharing);
+static_assert(offsetof(SegmentHeader, prefetch_misses) == 7 * kFalseSharing);
+static_assert(offsetof(SegmentHeader, executor_iterations) == 7 * kFalseSharing + 32);
+static_assert(offsetof(SegmentHeader, last_iteration_swap_in_bytes) == 7 * kFalseSharing + 56);
+static_assert(offsetof(SegmentHeader, reserved) == 7 * kFalseSharing + 64);
 
 }  // namespace chameleon::ipc

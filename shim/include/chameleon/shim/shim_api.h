@@ -28,6 +28,22 @@ struct ChameleonShimStats {
   uint64_t policy_generation;
   uint64_t active_captures;
   uint64_t daemon_disabled;  ///< 1 while the daemon's control_flags say kControlDisabled
+  // --- swap executor (docs/shim.md, "Swap executor"); zero while it is off ---
+  uint64_t executor_on;         ///< 1 when the swap executor serves allocations
+  uint64_t device_limit_bytes;  ///< the limit in force
+  uint64_t swap_out_bytes;
+  uint64_t swap_in_bytes;
+  uint64_t fault_ins;    ///< safety-net synchronous swap-ins
+  uint64_t evictions;    ///< OOM evictions (closest size)
+  uint64_t stall_count;  ///< host waits by the executor
+  uint64_t stall_ns;
+  uint64_t prefetch_hits;
+  uint64_t prefetch_misses;
+  uint64_t vmm_calls;
+  uint64_t chunk_bytes;                ///< physical chunk bytes created (in use + pooled)
+  uint64_t policy_generation_applied;  ///< generation the runner has in force
+  uint64_t policy_ignored;
+  uint64_t executor_iterations;  ///< iteration boundaries the executor saw
 };
 
 /// Calls of the exported entry point `symbol` (exact exported name) made in this process through

@@ -1,0 +1,342 @@
+#include "executor.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "runtime.h"
+#include "swap/pointer_scan.h"
+#include "tracker.h"
+#include "wrapper_util.h"
+
+namespace chameleon::shim {
+
+// The engine mirrors its residency bits into AllocationState::flags: same bit positions.
+static_assert(std::uint32_t{kSwappedOut} == std::uint32_t{swap::kSwapFlagSwappedOut});
+static_assert(std::uint32_t{kSwapInFlight} == std::uint32_t{swap::kSwapFlagInFlight});
+
+std::atomic<Executor*> g_executor{nullptr};
+
+namespace {
+
+std::atomic<bool> g_decided{false};
+std::mutex g_decide_mu;
+
+bool SocketExists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+std::uint64_t HalfHostMemory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return 8ull << 30;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 2;
+}
+
+// Warm-up (and a run without a daemon, which has no boundaries at all) evicts before or between
+// boundary scans. So the allocations that may evict scan too: the 1st, 2nd, 4th, 8th, ... of
+// them, so that a table written after an earlier scan is found at a logarithmic cost.
+void ScanUnderPressure(Runtime& rt, Executor& ex, std::uint64_t bytes, CUstream stream) {
+  if (!ex.pointer_scan) return;
+  const std::uint64_t used =
+      ex.engine->chunk_bytes_in_use() + ex.passthrough_live.load(std::memory_order_relaxed);
+  if (used + bytes <= ex.engine->device_limit()) return;
+  const std::uint64_t n = ex.pressure.fetch_add(1, std::memory_order_relaxed) + 1;
+  if ((n & (n - 1)) != 0) return;
+  ExecutorPointerScan(rt, ex, stream, /*boundary=*/false);
+}
+
+swap::AllocId IdOf(const AllocationState* s) {
+  return static_cast<swap::AllocId>(
+      reinterpret_cast<std::uintptr_t>(s->executor_slot.load(std::memory_order_acquire)));
+}
+
+// Null when the executor stays off (every reason is logged once).
+Executor* Create(Runtime& rt) {
+  const Config& c = rt.config;
+  // Starts the daemon client: its first connection attempt is synchronous, so a daemon that is
+  // up is attached by now. A socket that exists counts too (a daemon still starting, or slower
+  // than CHAMELEON_CONNECT_TIMEOUT_MS): the decision is taken once, before the first allocation.
+  RecordingOps(rt);
+  const bool daemon = c.telemetry && (rt.telemetry.active() || SocketExists(c.socket_path));
+  if (c.device_limit_bytes == 0 && !daemon) return nullptr;
+  const DriverAux& aux = rt.driver.aux;
+  CUdevice dev = 0;
+  if (aux.ctx_get_device == nullptr || aux.ctx_get_device(&dev) != CUDA_SUCCESS || dev < 0) {
+    Log(LogLevel::kWarn, "swap executor off: no current context at the first allocation");
+    return nullptr;
+  }
+  std::uint64_t limit = c.device_limit_bytes;
+  if (limit == 0) {
+    size_t total = 0;
+    if (aux.device_total_mem == nullptr || aux.device_total_mem(&total, dev) != CUDA_SUCCESS ||
+        total == 0) {
+      Log(LogLevel::kWarn, "swap executor off: the device's memory size is unknown");
+      return nullptr;
+    }
+    limit = total;
+  }
+  swap::DriverApi api;
+  if (const char* missing = swap::ResolveDriverApi(rt.driver.handle, RealDlsym(), &api)) {
+    Log(LogLevel::kWarn, "swap executor off: the driver lacks %s", missing);
+    return nullptr;
+  }
+  auto ex = std::make_unique<Executor>();
+  ex->device = dev;
+  ex->min_bytes = c.swap_min_bytes;
+  ex->limit_from_env = c.device_limit_bytes != 0;
+  ex->apply_policy = c.swap_policy;
+  swap::SwapEngineOptions o;
+  o.device = dev;
+  o.chunk_bytes = c.swap_chunk_bytes;
+  o.device_limit_bytes = limit;
+  o.host_pool_cap_bytes = c.host_pool_bytes != 0 ? c.host_pool_bytes : HalfHostMemory();
+  o.external_bytes = &ex->passthrough_live;
+  ex->api = api;
+  ex->pointer_scan = c.pointer_scan;
+  ex->engine = std::make_unique<swap::SwapEngine>(api, o, &ex->counters);
+  if (const CUresult r = ex->engine->Init(); r != CUDA_SUCCESS) {
+    Log(LogLevel::kWarn, "swap executor off: initialisation failed (CUresult %d)",
+        static_cast<int>(r));
+    return nullptr;
+  }
+  ex->runner = std::make_unique<swap::PolicyRunner>(ex->engine.get(), &ex->counters);
+  Log(LogLevel::kInfo,
+      "swap executor on: device %d, limit %llu bytes (%s), chunk %zu bytes, host pool cap %llu, "
+      "pass-through below %llu bytes, daemon policy %s",
+      static_cast<int>(dev), static_cast<unsigned long long>(limit),
+      ex->limit_from_env ? "CHAMELEON_DEVICE_LIMIT" : "device memory", ex->engine->chunk_bytes(),
+      static_cast<unsigned long long>(o.host_pool_cap_bytes),
+      static_cast<unsigned long long>(ex->min_bytes), ex->apply_policy ? "on" : "off");
+  return ex.release();  // lives as long as the process, like Runtime
+}
+
+}  // namespace
+
+Executor* DecideExecutor(Runtime& rt) {
+  if (g_decided.load(std::memory_order_acquire)) return g_executor.load(std::memory_order_acquire);
+  std::lock_guard<std::mutex> lock(g_decide_mu);
+  if (!g_decided.load(std::memory_order_relaxed)) {
+    g_executor.store(Create(rt), std::memory_order_release);
+    g_decided.store(true, std::memory_order_release);
+  }
+  return g_executor.load(std::memory_order_acquire);
+}
+
+void ExecutorForgetAfterFork() {
+  // Leaked on purpose: the engine's streams and events belong to the parent's context.
+  g_executor.store(nullptr, std::memory_order_relaxed);
+  g_decided.store(true, std::memory_order_relaxed);
+  new (&g_decide_mu) std::mutex();
+}
+
+bool ExecutorServes(Runtime& rt, const Executor& ex, std::uint64_t bytes) {
+  return bytes >= ex.min_bytes && CurrentDevice(rt) == ex.device;
+}
+
+CUresult ExecutorAllocate(Runtime& rt, Executor& ex, CUdeviceptr* dptr, std::uint64_t bytes,
+                          CUstream stream, std::uint8_t kind, std::uint64_t stream_value) {
+  CUdeviceptr ptr = 0;
+  swap::AllocId id = 0;
+  ScanUnderPressure(rt, ex, bytes, stream);
+  const CUresult r = ex.engine->Allocate(bytes, stream, &ptr, &id, nullptr);
+  if (r != CUDA_SUCCESS) return r;
+  AllocationState* s = TrackAlloc(rt, ptr, bytes, static_cast<ipc::AllocKind>(kind), stream_value,
+                                  static_cast<std::uint16_t>(ex.device), true, /*swappable=*/1);
+  if (s != nullptr) {
+    s->last_stream.store(stream_value, std::memory_order_relaxed);
+    s->executor_slot.store(reinterpret_cast<void*>(static_cast<std::uintptr_t>(id)),
+                           std::memory_order_release);
+    ex.engine->AttachFlags(id, &s->flags);
+  } else {
+    ex.engine->SetPinned(id, true);  // untracked: no launch could ever fault it back in
+  }
+  *dptr = ptr;
+  return CUDA_SUCCESS;
+}
+
+bool ExecutorAdmit(Executor& ex, std::uint64_t bytes) {
+  ScanUnderPressure(GetRuntime(), ex, bytes, nullptr);
+  return ex.engine->MakeRoom(bytes);
+}
+
+void ExecutorPassthrough(Executor& ex, std::uint16_t device, std::uint64_t bytes, bool add) {
+  if (device != ex.device) return;
+  if (add) {
+    ex.passthrough_live.fetch_add(bytes, std::memory_order_relaxed);
+  } else {
+    ex.passthrough_live.fetch_sub(bytes, std::memory_order_relaxed);
+  }
+}
+
+bool ExecutorFree(Runtime& rt, Executor& ex, CUdeviceptr dptr, CUstream stream,
+                  std::uint64_t stream_value, CUresult* result, PassthroughFree* passthrough) {
+  *passthrough = {};
+  const AllocationHit hit = rt.table.Lookup(dptr);
+  if (hit.state == nullptr || hit.state->address != dptr) return false;
+  const swap::AllocId id = IdOf(hit.state);
+  if (id == 0) {
+    passthrough->bytes = hit.state->bytes;
+    passthrough->device = hit.state->device;
+    return false;
+  }
+  *result = ex.engine->Free(id, stream);
+  TrackFree(rt, dptr, stream_value, true);
+  // Freed ranges are unmapped by a flush once their fence completed; without iteration
+  // boundaries (no daemon) nobody else would flush.
+  if ((ex.frees.fetch_add(1, std::memory_order_relaxed) & 63) == 63) ex.engine->FlushUnmaps();
+  return true;
+}
+
+void ExecutorMemInfo(Executor& ex, size_t* free_bytes, size_t* total_bytes) {
+  const std::uint64_t limit = ex.engine->device_limit();
+  const std::uint64_t used =
+      ex.engine->chunk_bytes_in_use() + ex.passthrough_live.load(std::memory_order_relaxed);
+  if (total_bytes != nullptr) *total_bytes = limit;
+  if (free_bytes != nullptr) *free_bytes = limit > used ? limit - used : 0;
+}
+
+void ExecutorPin(Runtime& rt, Executor& ex, std::uint64_t address) {
+  const AllocationHit hit = rt.table.Lookup(address);
+  if (hit.state == nullptr) return;
+  if (const swap::AllocId id = IdOf(hit.state)) {
+    ex.engine->FaultIn(id);  // the exported contents must be the real ones, and stay put
+    ex.engine->SetPinned(id, true);
+  }
+}
+
+void ExecutorAfterSync(Executor& ex) { ex.engine->FlushUnmaps(); }
+
+CUresult ExecutorBeforeOp(Runtime& rt, Executor& ex, std::uint32_t token, CUstream stream,
+                          AllocationState* const* states, std::uint32_t n, ExecOp* op) {
+  op->runner = false;
+  if (ex.runner_active.load(std::memory_order_relaxed) &&
+      !rt.daemon_disabled.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> lock(ex.runner_mu);
+    op->occurrence = ex.runner->BeforeOp(token, stream);
+    op->runner = true;
+  }
+  std::uint32_t bits = 0;
+  for (std::uint32_t i = 0; i < n; ++i) bits |= states[i]->flags.load(std::memory_order_acquire);
+  if (__builtin_expect((bits & (kSwappedOut | kSwapInFlight)) != 0, 0)) {
+    swap::AllocId ids[ipc::kMaxLaunchTensors];
+    std::uint32_t m = 0;
+    for (std::uint32_t i = 0; i < n && m < ipc::kMaxLaunchTensors; ++i) {
+      if (const swap::AllocId id = IdOf(states[i])) ids[m++] = id;
+    }
+    const CUresult r = ex.engine->PrepareUse(ids, m, stream);
+    if (r != CUDA_SUCCESS) {
+      Log(LogLevel::kWarn,
+          "swap executor: the %u tensors of an op cannot be made resident (CUresult %d): limit "
+          "%llu, chunk bytes %llu (in use %llu), passed-through %llu",
+          m, static_cast<int>(r), static_cast<unsigned long long>(ex.engine->device_limit()),
+          static_cast<unsigned long long>(ex.engine->chunk_bytes_created()),
+          static_cast<unsigned long long>(ex.engine->chunk_bytes_in_use()),
+          static_cast<unsigned long long>(ex.passthrough_live.load(std::memory_order_relaxed)));
+    }
+    const auto sv = reinterpret_cast<std::uint64_t>(stream);
+    for (std::uint32_t i = 0; i < n; ++i)
+      states[i]->last_stream.store(sv, std::memory_order_relaxed);
+    return r;
+  }
+  if (!op->runner) {
+    // Warm-up: an OOM eviction must fence the victim on the stream that last used it.
+    const auto sv = reinterpret_cast<std::uint64_t>(stream);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (states[i]->last_stream.load(std::memory_order_relaxed) == sv) continue;
+      states[i]->last_stream.store(sv, std::memory_order_relaxed);
+      if (const swap::AllocId id = IdOf(states[i])) ex.engine->NoteUse(id, stream);
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+void ExecutorAfterOp(Executor& ex, std::uint32_t token, CUstream stream,
+                     AllocationState* const* states, std::uint32_t n, const ExecOp& op) {
+  if (!op.runner) return;
+  swap::OpTensor tensors[ipc::kMaxLaunchTensors];
+  if (n > ipc::kMaxLaunchTensors) n = ipc::kMaxLaunchTensors;
+  for (std::uint32_t i = 0; i < n; ++i) tensors[i] = {IdOf(states[i]), states[i]->bytes};
+  std::lock_guard<std::mutex> lock(ex.runner_mu);
+  ex.runner->AfterOp(token, op.occurrence, stream, {tensors, n});
+}
+
+void ExecutorPointerScan(Runtime& rt, Executor& ex, CUstream stream, bool boundary) {
+  // No copies or host waits while a graph is being captured anywhere (they would be captured,
+  // or be illegal under the global capture mode); a later trigger scans instead.
+  if (!ex.pointer_scan || rt.active_captures.load(std::memory_order_relaxed) > 0) return;
+  std::lock_guard<std::mutex> lock(ex.scan_mu);
+  if (boundary) {
+    const std::uint64_t detail = rt.telemetry.detail_done();
+    if (ex.boundary_scans != 0 && detail == ex.scanned_detail) return;
+    ++ex.boundary_scans;
+    ex.scanned_detail = detail;
+  }
+  ex.scans.fetch_add(1, std::memory_order_release);
+  std::vector<swap::Range> ranges;
+  rt.table.ForEach([&](const AllocationState& s) {
+    if (s.device != static_cast<std::uint16_t>(ex.device)) return;
+    // A range swapped out or being swapped in is a possible target but must not be read.
+    const std::uint32_t f = s.flags.load(std::memory_order_acquire);
+    ranges.push_back({s.address, s.bytes, (f & (kSwappedOut | kSwapInFlight)) == 0});
+  });
+  swap::ScanOptions options;
+  options.stream = stream;
+  const swap::ScanResult r = swap::ScanPointerTables(ex.api, ranges, options);
+  for (const CUdeviceptr target : r.targets) {
+    if (const AllocationHit hit = rt.table.Lookup(target); hit.state != nullptr) {
+      hit.state->flags.fetch_or(kNeverSwap, std::memory_order_acq_rel);
+    }
+    ExecutorPin(rt, ex, target);
+  }
+  Log(r.error != CUDA_SUCCESS ? LogLevel::kWarn : LogLevel::kDebug,
+      "pointer-table scan %llu: %zu allocations, %llu bytes sampled, %llu unsampled, %zu targets "
+      "pinned (CUresult %d)",
+      static_cast<unsigned long long>(ex.scans.load(std::memory_order_relaxed)), ranges.size(),
+      static_cast<unsigned long long>(r.stats.bytes_copied),
+      static_cast<unsigned long long>(r.stats.ranges_unsampled), r.targets.size(),
+      static_cast<int>(r.error));
+}
+
+void ExecutorBoundary(Executor& ex) {
+  std::lock_guard<std::mutex> lock(ex.runner_mu);
+  ex.runner->BeginIteration();
+  ex.runner_active.store(ex.runner->active(), std::memory_order_relaxed);
+  if (LogEnabled(LogLevel::kDebug)) {
+    const swap::SwapCounters& c = ex.counters;
+    const auto get = [](const std::atomic<std::uint64_t>& v) { return swap::SwapCounters::Get(v); };
+    Log(LogLevel::kDebug,
+        "executor boundary %llu: generation %llu, totals: out %llu in %llu bytes, fault_ins %llu, "
+        "evictions %llu, prefetch hits %llu misses %llu, ignored %llu; last iteration vmm %llu",
+        static_cast<unsigned long long>(get(c.iterations)),
+        static_cast<unsigned long long>(get(c.policy_generation)),
+        static_cast<unsigned long long>(get(c.swap_out_bytes)),
+        static_cast<unsigned long long>(get(c.swap_in_bytes)),
+        static_cast<unsigned long long>(get(c.fault_ins)),
+        static_cast<unsigned long long>(get(c.evictions)),
+        static_cast<unsigned long long>(get(c.prefetch_hits)),
+        static_cast<unsigned long long>(get(c.prefetch_misses)),
+        static_cast<unsigned long long>(get(c.policy_ignored)),
+        static_cast<unsigned long long>(get(c.last_iteration_vmm_calls)));
+  }
+}
+
+void ExecutorSetPolicy(const ipc::Policy& policy) {
+  Executor* ex = ExecutorIfOn();
+  if (ex == nullptr) return;
+  const std::uint64_t limit = policy.summary.device_limit_bytes;
+  if (!ex->limit_from_env && limit != 0 && limit != ex->engine->device_limit()) {
+    Log(LogLevel::kInfo, "swap executor: device limit %llu bytes from the daemon",
+        static_cast<unsigned long long>(limit));
+    ex->engine->SetDeviceLimit(limit);
+  }
+  if (ex->apply_policy) ex->runner->SetPolicy(policy);
+}
+
+std::uint64_t ExecutorLimit() {
+  Executor* ex = ExecutorIfOn();
+  return ex != nullptr ? ex->engine->device_limit() : 0;
+}
+
+}  // namespace chameleon::shim

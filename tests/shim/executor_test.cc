@@ -1,0 +1,275 @@
+// The swap executor end to end: chameleon-train-sim on simgpu with device memory at a quarter of
+// its peak. Without the shim it stops with its out-of-memory error; under the shim with
+// CHAMELEON_DEVICE_LIMIT it finishes with the unlimited run's losses, peak and checksum while
+// simgpu's physical high-water mark stays under the limit, and with a daemon the policy takes
+// over from the safety net. cuMemGetInfo reports the limit.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "child_process.h"
+#include "test_env.h"
+
+namespace shim_test {
+namespace {
+
+// Every activation of this shape is 2 MiB or more ([rows, 64] floats with rows = 32 * 256), and
+// no single op needs more than about a third of a quarter of the peak (4 layers): 1/4 is
+// feasible. A step takes a fraction of a second of CPU.
+const std::vector<std::string> kShape = {"--layers", "4",   "--hidden", "64",
+                                         "--seq",    "256", "--batch",  "32"};
+
+struct Result {
+  int status = -1;
+  std::vector<std::string> out;
+  std::string err;
+};
+
+/// Runs `argv` with `env`, capturing stdout lines and stderr text.
+Result RunCaptured(const std::vector<std::string>& argv,
+                   const std::map<std::string, std::string>& env) {
+  char path[] = "/tmp/chameleon_exec_stderr_XXXXXX";
+  const int fd = ::mkstemp(path);
+  EXPECT_GE(fd, 0);
+  ::close(fd);
+  std::vector<std::string> sh = {"/bin/sh", "-c", std::string("exec \"$0\" \"$@\" 2>") + path};
+  sh.insert(sh.end(), argv.begin(), argv.end());
+  Result r;
+  r.status = RunToCompletion(sh, env, &r.out, 120000);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  r.err = text.str();
+  ::unlink(path);
+  return r;
+}
+
+std::vector<std::string> TrainerArgs(const std::string& style, int steps) {
+  std::vector<std::string> argv = {CHAMELEON_TRAIN_SIM};
+  argv.insert(argv.end(), kShape.begin(), kShape.end());
+  for (const std::string& a :
+       {std::string("--steps"), std::to_string(steps), std::string("--alloc"), style}) {
+    argv.push_back(a);
+  }
+  return argv;
+}
+
+/// The lines that must match bit for bit: losses (without the simulated time), peak, checksum.
+std::vector<std::string> Results(const std::vector<std::string>& lines) {
+  std::vector<std::string> out;
+  for (std::string l : lines) {
+    if (l.rfind("step ", 0) == 0) {
+      const auto t = l.find(" time ");
+      if (t != std::string::npos) l.erase(t);
+      out.push_back(l);
+    } else if (l.rfind("peak ", 0) == 0 || l.rfind("checksum ", 0) == 0) {
+      out.push_back(l);
+    }
+  }
+  return out;
+}
+
+std::uint64_t Field(const std::string& text, const std::string& key) {
+  const auto at = text.find(key);
+  if (at == std::string::npos) return UINT64_MAX;
+  return std::stoull(text.substr(at + key.size()));
+}
+
+/// `key=value` from the shim's exit line ("executor: ...", CHAMELEON_DEBUG=stats).
+std::uint64_t Stat(const Result& r, const std::string& key) {
+  const auto line = r.err.find("executor: ");
+  if (line == std::string::npos) return UINT64_MAX;
+  return Field(r.err.substr(line), " " + key + "=");
+}
+
+std::uint64_t PeakOf(const Result& r) {
+  for (const std::string& l : r.out) {
+    if (l.rfind("peak ", 0) == 0) return std::stoull(l.substr(5));
+  }
+  return 0;
+}
+
+std::map<std::string, std::string> SimEnv(std::uint64_t capacity) {
+  return {{"LD_PRELOAD", ""},
+          {"LD_LIBRARY_PATH", CHAMELEON_SIMGPU_DIR},
+          {"SIMGPU_MEMORY", std::to_string(capacity)}};
+}
+
+/// Under the shim with the limit, no daemon. simgpu gets 16 MiB more than the limit, so that
+/// its high-water mark staying under the limit shows the shim's enforcement, not simgpu's.
+std::map<std::string, std::string> LimitEnv(std::uint64_t limit, const std::string& socket) {
+  auto env = ShimEnv(socket);
+  env["SIMGPU_MEMORY"] = std::to_string(limit + (16u << 20));
+  env["CHAMELEON_DEVICE_LIMIT"] = std::to_string(limit);
+  env["CHAMELEON_DEBUG"] = "stats";
+  return env;
+}
+
+class ExecutorTrainerTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  /// The unlimited run (the reference) and a quarter of its peak.
+  void SetUp() override {
+    reference_ = RunCaptured(TrainerArgs(GetParam(), 3), SimEnv(8ull << 30));
+    ASSERT_EQ(reference_.status, 0) << reference_.err;
+    quarter_ = PeakOf(reference_) / 4;
+    ASSERT_GT(quarter_, 0u);
+  }
+  Result reference_;
+  std::uint64_t quarter_ = 0;
+};
+
+TEST_P(ExecutorTrainerTest, WithoutTheShimTheTrainerRunsOutOfMemory) {
+  const Result plain = RunCaptured(TrainerArgs(GetParam(), 3), SimEnv(quarter_ + (16u << 20)));
+  EXPECT_EQ(plain.status, 3);
+  EXPECT_NE(plain.err.find("out of memory"), std::string::npos) << plain.err;
+}
+
+TEST_P(ExecutorTrainerTest, UnderTheLimitResultsAreIdentical) {
+  const Result r =
+      RunCaptured(TrainerArgs(GetParam(), 3), LimitEnv(quarter_, "/nonexistent/c.sock"));
+  if (std::string(GetParam()) == "expandable") {
+    // The program's own cuMemCreate pages are never swapped (docs/shim.md: a tensor spanning
+    // several pages is named through its first page only, so swapping pages would be unsafe):
+    // they count against the limit, and the trainer stops as cleanly as without the shim.
+    EXPECT_EQ(r.status, 3) << r.err;
+    EXPECT_NE(r.err.find("out of memory"), std::string::npos) << r.err;
+    EXPECT_EQ(Stat(r, "swap_out_bytes"), 0u) << r.err;
+    return;
+  }
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(Results(r.out), Results(reference_.out));
+  const std::uint64_t high = Field(r.err, "high-water ");
+  ASSERT_NE(high, UINT64_MAX) << r.err;
+  EXPECT_LE(high, quarter_);
+  EXPECT_EQ(Stat(r, "limit"), quarter_) << r.err;
+  EXPECT_GT(Stat(r, "swap_out_bytes"), 0u);
+  EXPECT_NE(Stat(r, "swap_out_bytes"), UINT64_MAX);
+  EXPECT_EQ(Stat(r, "policy_generation"), 0u);  // no daemon: the safety net did it all
+}
+
+TEST(ExecutorOomTest, OpsThatCannotFitTheLimitFailCleanly) {
+  // 8 MiB cannot hold the tensors of one attention op of this shape: the executor evicts all it
+  // can, then the driver call that needs more returns CUDA_ERROR_OUT_OF_MEMORY, which the trainer
+  // reports as its out-of-memory error. No crash, no hang.
+  const Result r = RunCaptured(TrainerArgs("tensor", 1), LimitEnv(8u << 20, "/nonexistent/c.sock"));
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("out of memory"), std::string::npos) << r.err;
+  EXPECT_EQ(Stat(r, "limit"), 8u << 20) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllocationStyles, ExecutorTrainerTest,
+                         ::testing::Values("tensor", "caching", "expandable"));
+
+#ifdef CHAMELEON_DAEMON
+// The real daemon detects the iterations, profiles one and publishes policies; the shim binds
+// and applies them. Compared with the same run with CHAMELEON_SWAP_POLICY=off (safety net only).
+TEST(ExecutorDaemonTest, PoliciesFromTheDaemonReplaceSafetyNetFaults) {
+  constexpr int kSteps = 10;
+  const Result reference = RunCaptured(TrainerArgs("tensor", kSteps), SimEnv(8ull << 30));
+  ASSERT_EQ(reference.status, 0);
+  const std::uint64_t quarter = PeakOf(reference) / 4;
+  char dir[] = "/tmp/chameleon_exec_daemon_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string socket = std::string(dir) + "/d.sock";
+  ChildProcess daemon;
+  ASSERT_TRUE(daemon.Start({CHAMELEON_DAEMON, "--config", "", "--socket", socket,
+                            "--metrics-listen", "", "--log-level", "warn"},
+                           {{"LD_PRELOAD", ""}}));
+  // Polling with a deadline: another process creates the socket.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  struct stat st {};
+  while (::stat(socket.c_str(), &st) != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(::stat(socket.c_str(), &st), 0) << "chameleond did not start";
+
+  const Result policy = RunCaptured(TrainerArgs("tensor", kSteps), LimitEnv(quarter, socket));
+  auto off_env = LimitEnv(quarter, socket);
+  off_env["CHAMELEON_SWAP_POLICY"] = "off";
+  const Result off = RunCaptured(TrainerArgs("tensor", kSteps), off_env);
+  ::unlink(socket.c_str());
+  ::rmdir(dir);
+
+  ASSERT_EQ(policy.status, 0) << policy.err;
+  ASSERT_EQ(off.status, 0) << off.err;
+  EXPECT_EQ(Results(policy.out), Results(reference.out));
+  EXPECT_EQ(Results(off.out), Results(reference.out));
+  EXPECT_LE(Field(policy.err, "high-water "), quarter);
+  // Policy-driven: a generation was in force, its swap-ins had consumers (hits or misses are
+  // counted only by policy waits), and the safety net had less to do than without it.
+  EXPECT_GT(Stat(policy, "policy_generation"), 0u) << policy.err;
+  EXPECT_GT(Stat(policy, "prefetch_hits") + Stat(policy, "prefetch_misses"), 0u) << policy.err;
+  EXPECT_EQ(Stat(policy, "policy_ignored"), 0u);
+  EXPECT_EQ(Stat(off, "policy_generation"), 0u);
+  EXPECT_EQ(Stat(off, "prefetch_hits") + Stat(off, "prefetch_misses"), 0u);
+  EXPECT_LT(Stat(policy, "fault_ins"), Stat(off, "fault_ins"));
+  EXPECT_GT(Stat(policy, "iterations"), 0u);
+}
+#endif
+
+// cuMemGetInfo under a limit: total = limit, free = limit - executor chunks in use - passed-
+// through bytes; and the device's own figures without one.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> MemInfo(const Result& r) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> info;
+  for (const std::string& l : r.out) {
+    if (l.rfind("meminfo ", 0) != 0) continue;
+    std::istringstream in(l.substr(8));
+    std::uint64_t f = 0, t = 0;
+    in >> f >> t;
+    info.emplace_back(f, t);
+  }
+  return info;
+}
+
+TEST(ExecutorMemInfoTest, ReportsTheLimitNotTheDevice) {
+  auto env = ShimEnv("/nonexistent/c.sock");
+  env["SIMGPU_MEMORY"] = "1G";
+  env["CHAMELEON_DEVICE_LIMIT"] = "64MiB";
+  const Result r = RunCaptured({CHAMELEON_MEMINFO_PROG}, env);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto info = MemInfo(r);
+  ASSERT_EQ(info.size(), 4u);
+  constexpr std::uint64_t kLimit = 64ull << 20;
+  for (const auto& [free_bytes, total] : info) EXPECT_EQ(total, kLimit);
+  EXPECT_EQ(info[0].first, kLimit);
+  EXPECT_EQ(info[1].first, kLimit - (8u << 20));                // an executor allocation
+  EXPECT_EQ(info[2].first, kLimit - (8u << 20) - (64u << 10));  // plus a passed-through one
+  EXPECT_EQ(info[3].first, kLimit);                             // both freed
+  EXPECT_NE(std::find(r.out.begin(), r.out.end(), "pointer-stable 1"), r.out.end());
+}
+
+TEST(ExecutorMemInfoTest, WithoutLimitOrDaemonTheDeviceIsReported) {
+  auto env = ShimEnv("/nonexistent/c.sock");
+  env["SIMGPU_MEMORY"] = "1G";
+  const Result plain = RunCaptured({CHAMELEON_MEMINFO_PROG}, SimEnv(1ull << 30));
+  const Result shim = RunCaptured({CHAMELEON_MEMINFO_PROG}, env);
+  ASSERT_EQ(shim.status, 0) << shim.err;
+  EXPECT_EQ(shim.out, plain.out);
+  ASSERT_EQ(MemInfo(shim).size(), 4u);
+  EXPECT_EQ(MemInfo(shim)[0].second, 1ull << 30);
+}
+
+TEST(ExecutorMemInfoTest, AnInvalidLimitIsReportedAndIgnored) {
+  auto env = ShimEnv("/nonexistent/c.sock");
+  env["SIMGPU_MEMORY"] = "1G";
+  env["CHAMELEON_DEVICE_LIMIT"] = "64XB";
+  const Result r = RunCaptured({CHAMELEON_MEMINFO_PROG}, env);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("CHAMELEON_DEVICE_LIMIT='64XB' is not a byte count"), std::string::npos)
+      << r.err;
+  ASSERT_EQ(MemInfo(r).size(), 4u);
+  EXPECT_EQ(MemInfo(r)[0].second, 1ull << 30);  // pass-through: the device's figures
+}
+
+}  // namespace
+}  // namespace shim_test
