@@ -27,6 +27,16 @@ bool Load(const ipc::RecordView& record, T* out) {
   return true;
 }
 
+/// For records that grew in a later minor: at least `min_bytes` (the 1.0 fields), the rest of
+/// `*out` zero-filled when an older writer sent less.
+template <typename T>
+bool LoadPrefix(const ipc::RecordView& record, std::size_t min_bytes, T* out) {
+  if (record.payload.size() < min_bytes) return false;
+  *out = T{};
+  std::memcpy(out, record.payload.data(), std::min(sizeof(T), record.payload.size()));
+  return true;
+}
+
 }  // namespace
 
 ClientSession::ClientSession(ClientIdentity identity, ipc::Segment segment,
@@ -47,7 +57,7 @@ ClientSession::ClientSession(ClientIdentity identity, ipc::Segment segment,
   slot_metrics_->pid->Set(identity_.pid);
   segment_.header()->daemon_heartbeat_ns.store(now_ns, std::memory_order_release);
   recent_.assign(kRecentOps, 0);
-  configs_ = policy::CandidateConfigs(policy::GeneratorOptions{},
+  configs_ = policy::CandidateConfigs(options.policy,
                                       static_cast<std::uint32_t>(options.detection.stage_n + 1));
 }
 
@@ -86,6 +96,16 @@ Health ClientSession::Drain(std::uint64_t now_ns) {
         if (!bad && !HandleRecord(record)) bad = true;
       },
       options_.drain_batch_records, now_ns, options_.stuck_record_timeout_ns);
+  if (ring_.unknown_skipped() > unknown_records_) {
+    // A newer minor's record types: skipped by the ring (docs/protocol.md), logged once.
+    if (unknown_records_ == 0) {
+      spdlog::warn(
+          "client {} (pid {}): skipping event records of a type this daemon does not know "
+          "(a newer shim?); counted in records.unknown",
+          identity_.id, identity_.pid);
+    }
+    unknown_records_ = ring_.unknown_skipped();
+  }
   switch (ring_.last_error()) {
     case ipc::DrainError::kNone:
       break;
@@ -149,7 +169,7 @@ bool ClientSession::HandleRecord(const ipc::RecordView& record) {
     }
     case ipc::RecordType::kIterationMark: {
       ipc::IterationMarkRecord mark{};
-      if (!Load(record, &mark)) break;
+      if (!LoadPrefix(record, ipc::kIterationMarkV10Bytes, &mark)) break;
       HandleMark(mark);
       return true;
     }
@@ -163,8 +183,7 @@ bool ClientSession::HandleRecord(const ipc::RecordView& record) {
     case ipc::RecordType::kPadding:
       return true;
     default:
-      ++unknown_records_;  // a newer shim's record type: skip it, as the protocol says
-      return true;
+      return true;  // not handed out: the ring skips and counts unknown types
   }
   error_ = "record of type " + std::to_string(static_cast<int>(record.type)) + " too short (" +
            std::to_string(record.payload.size()) + " bytes)";
@@ -196,7 +215,7 @@ bool ClientSession::HandleOp(std::uint32_t token, const ipc::RecordView& record)
     }
     builder_.AddOp(token, {reads, n}, written);
   } else if (detail_ == DetailState::kCollecting) {
-    FinishDetail(false, iteration_s_);
+    FinishDetail(false);
   }
   if (tracker_) {
     recent_[recent_count_++ & (kRecentOps - 1)] = token;
@@ -309,6 +328,13 @@ void ClientSession::InstallDetection(std::optional<Boundary> boundary,
 
 void ClientSession::HandleMark(const ipc::IterationMarkRecord& mark) {
   ++marks_;
+  spdlog::debug("client {}: mark {} (generation {}, {} ops): interval {} took {} ns on the device",
+                identity_.id, mark.iteration, mark.generation, mark.ops, mark.timed_iteration,
+                mark.device_time_ns);
+  if (mark.generation != 0 && mark.iteration != 0) {
+    marks_carry_generation_ = true;
+    mark_generations_[mark.iteration % kMarkGenerations] = {mark.iteration, mark.generation};
+  }
   if (mark.device_time_ns > 0) {
     iteration_s_ = double(mark.device_time_ns) * 1e-9;
     device_time_seen_ = true;
@@ -317,16 +343,23 @@ void ClientSession::HandleMark(const ipc::IterationMarkRecord& mark) {
     iteration_s_ = double(mark.host_time_ns - last_mark_host_ns_) * 1e-9;
   }
   last_mark_host_ns_ = mark.host_time_ns;
+  last_mark_iteration_ = mark.iteration;
   slot_metrics_->iteration_seconds->Set(iteration_s_);
-  if (detail_ == DetailState::kCollecting && builder_.ops() > 0) FinishDetail(true, iteration_s_);
-  // Attribute the measurement to the candidate the shim had applied.
-  const std::uint64_t applied =
-      segment_.header()->policy_generation_applied.load(std::memory_order_acquire);
-  for (Candidate& c : candidates_) {
-    if (c.generation == applied && iteration_s_ > 0 &&
-        (c.measured_s == 0 || iteration_s_ < c.measured_s)) {
-      c.measured_s = iteration_s_;
-    }
+  if (detail_ == DetailState::kCollecting && builder_.ops() > 0) {
+    // This mark closes the detailed iteration: it ran from the previous boundary to this one.
+    detail_boundary_ = mark.iteration > 0 ? mark.iteration - 1 : 0;
+    FinishDetail(true);
+  } else if (profile_fresh_ && !profile_timed_) {
+    ++marks_since_detail_;
+  }
+  if (mark.device_time_ns > 0 && mark.timed_iteration != 0 && marks_carry_generation_) {
+    OnTimedInterval(mark.timed_iteration, double(mark.device_time_ns) * 1e-9);
+  } else if (mark.device_time_ns > 0) {
+    CreditLegacy(iteration_s_);  // a layout-1.0 shim: its marks do not say which interval
+  }
+  if (profile_fresh_ && !profile_timed_ && !device_time_seen_ && marks_since_detail_ >= 3) {
+    // No device time from this client at all (older shim, no events): host time is all there is.
+    TimeProfile(iteration_s_, "host");
   }
 }
 

@@ -78,7 +78,7 @@ void ReadPolicy(ConfigReader& r, const YAML::Node& n, ServiceConfig* c) {
                                      "cross_iteration", "layers_per_phase"})) {
     return;
   }
-  policy::GeneratorOptions& p = c->policy;
+  policy::GeneratorOptions& p = c->daemon.policy;
   r.Double(n, kPath, "size_weight", 0.0, 100.0, &p.size_weight);
   r.Double(n, kPath, "prefetch_margin", 0.0, 1.0, &p.prefetch_margin);
   r.Double(n, kPath, "host_bandwidth_bytes_per_s", 0.0, 1e13, &p.host_bandwidth_bytes_per_s,
@@ -110,7 +110,7 @@ void ReadDevices(ConfigReader& r, const YAML::Node& n, ServiceConfig* c) {
     r.Bytes(n[i], path, "memory_limit", 1, &limit.limit_bytes);
     limits.push_back(limit);
   }
-  c->device_limits = std::move(limits);
+  c->daemon.device_limits = std::move(limits);
 }
 
 void ReadLog(ConfigReader& r, const YAML::Node& n, ServiceConfig* c) {
@@ -207,11 +207,11 @@ void ValidateConfig(const ServiceConfig& c, const std::string& origin,
                       "critical, off, got '" + c.log_level + "'");
   }
   std::set<std::uint32_t> seen;
-  for (std::size_t i = 0; i < c.device_limits.size(); ++i) {
-    if (!seen.insert(c.device_limits[i].index).second) {
+  for (std::size_t i = 0; i < c.daemon.device_limits.size(); ++i) {
+    if (!seen.insert(c.daemon.device_limits[i].index).second) {
       errors->push_back(origin + ": devices[" + std::to_string(i) + "].index: expected a " +
                         "device index not listed before, got '" +
-                        std::to_string(c.device_limits[i].index) + "' again");
+                        std::to_string(c.daemon.device_limits[i].index) + "' again");
     }
   }
 }

@@ -53,7 +53,7 @@ void EmitDetection(YAML::Emitter& out, const DetectionOptions& d) {
 }
 
 void EmitPolicy(YAML::Emitter& out, const ServiceConfig& c) {
-  const policy::GeneratorOptions& p = c.policy;
+  const policy::GeneratorOptions& p = c.daemon.policy;
   out << YAML::Key << "policy" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "size_weight" << YAML::Value << p.size_weight;
   out << YAML::Key << "prefetch_margin" << YAML::Value << p.prefetch_margin;
@@ -65,7 +65,7 @@ void EmitPolicy(YAML::Emitter& out, const ServiceConfig& c) {
   out << YAML::Key << "layers_per_phase" << YAML::Value << p.layers_per_phase;
   out << YAML::EndMap;
   out << YAML::Key << "devices" << YAML::Value << YAML::BeginSeq;
-  for (const DeviceLimit& d : c.device_limits) {
+  for (const DeviceLimit& d : c.daemon.device_limits) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "index" << YAML::Value << d.index
         << YAML::Key << "memory_limit" << YAML::Value << d.limit_bytes << YAML::EndMap;
   }

@@ -10,6 +10,8 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -50,10 +52,12 @@ class DaemonImpl {
 
   void Start();
   int Run();
-  void Stop();  // any thread
+  void Stop();                             // any thread
+  bool UpdateOptions(DaemonOptions next);  // any thread
 
   std::atomic<int> metrics_port{0};
   std::atomic<int> client_count{0};
+  std::atomic<std::uint64_t> options_updates{0};
 
   // --- connection.cc ---
   void OnListenReadable();
@@ -71,8 +75,13 @@ class DaemonImpl {
   void OnDrainTimer();
   void OnHousekeepingTimer();
   void OnStop();
+  // --- live_options.cc ---
+  void OnOptionsUpdate();
 
  private:
+  void StartUpdates();
+  void CloseUpdates();  // no UpdateOptions reaches the loop after this
+  void KeepRestartOnlyOptions(DaemonOptions* next) const;
   void BindSocket();
   void StartMetrics();
   void ReadAvailable(Connection* conn);
@@ -98,6 +107,11 @@ class DaemonImpl {
   uv_timer_t drain_timer_{};
   uv_timer_t housekeeping_timer_{};
   uv_async_t stop_async_{};
+  // Live updates: UpdateOptions (any thread) leaves the options here and wakes the loop.
+  uv_async_t update_async_{};
+  std::mutex update_mu_;
+  std::optional<DaemonOptions> pending_options_;  // guarded by update_mu_
+  bool updates_open_ = false;                     // guarded by update_mu_
   uv_signal_t sigint_{};
   uv_signal_t sigterm_{};
   bool stopping_ = false;

@@ -151,6 +151,7 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                           .Name("chameleon_host_pool_bytes")
                           .Help("Pinned host bytes held for swapped tensors")
                           .Register(r);
+  RegisterExecutorFamilies();
 }
 
 SlotMetrics& Metrics::Slot(std::uint32_t slot) {
@@ -176,6 +177,7 @@ SlotMetrics& Metrics::Slot(std::uint32_t slot) {
   m.stall_seconds = &stall_seconds_->Add(labels);
   m.prefetch_hits = &prefetch_hits_->Add(labels);
   m.host_pool_bytes = &host_pool_bytes_->Add(labels);
+  AddExecutorSeries(slot, &m);
   return slots_.emplace(slot, m).first->second;
 }
 
@@ -188,6 +190,11 @@ void Metrics::ClearSlot(std::uint32_t slot) {
   m.bytes_live->Set(0);
   m.bytes_peak->Set(0);
   m.host_pool_bytes->Set(0);
+  m.vmm_calls_last_iteration->Set(0);
+  m.swap_out_last_iteration->Set(0);
+  m.swap_in_last_iteration->Set(0);
+  m.policy_generation_applied->Set(0);
+  m.device_limit_bytes->Set(0);
 }
 
 std::string Metrics::Serialize() const {

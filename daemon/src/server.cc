@@ -41,6 +41,7 @@ DaemonImpl::DaemonImpl(DaemonOptions options) : options_(std::move(options)) {
 }
 
 DaemonImpl::~DaemonImpl() {
+  CloseUpdates();
   if (loop_ready_) {
     // Run() was never called or returned early: close what Start() opened.
     uv_walk(
@@ -128,6 +129,7 @@ void DaemonImpl::Start() {
   uv_async_init(&loop_, &stop_async_,
                 [](uv_async_t* h) { static_cast<DaemonImpl*>(h->data)->OnStop(); });
   stop_async_.data = this;
+  StartUpdates();
   if (options_.handle_signals) {
     for (auto [handle, signum] : {std::pair{&sigint_, SIGINT}, std::pair{&sigterm_, SIGTERM}}) {
       uv_signal_init(&loop_, handle);
@@ -171,6 +173,8 @@ void DaemonImpl::OnStop() {
   uv_close(reinterpret_cast<uv_handle_t*>(&drain_timer_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&housekeeping_timer_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&stop_async_), nullptr);
+  CloseUpdates();
+  uv_close(reinterpret_cast<uv_handle_t*>(&update_async_), nullptr);
   if (options_.handle_signals) {
     uv_close(reinterpret_cast<uv_handle_t*>(&sigint_), nullptr);
     uv_close(reinterpret_cast<uv_handle_t*>(&sigterm_), nullptr);
@@ -328,6 +332,10 @@ Daemon::~Daemon() = default;
 void Daemon::Start() { impl_->Start(); }
 int Daemon::Run() { return impl_->Run(); }
 void Daemon::Stop() { impl_->Stop(); }
+bool Daemon::UpdateOptions(DaemonOptions options) {
+  return impl_->UpdateOptions(std::move(options));
+}
+std::uint64_t Daemon::options_updates() const { return impl_->options_updates.load(); }
 int Daemon::metrics_port() const { return impl_->metrics_port.load(); }
 int Daemon::clients() const { return impl_->client_count.load(); }
 

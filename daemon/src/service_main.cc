@@ -18,15 +18,6 @@ namespace chameleon::daemon {
 
 namespace {
 
-// What a reload can change in a running daemon today: the log level (applied by the
-// supervisor). Everything else is read by Daemon at construction; say so instead of pretending.
-void LogKeysNeedingRestart(const ServiceConfig& running, const ServiceConfig& next) {
-  for (const std::string& key : ChangedKeys(running, next)) {
-    if (key == "log.level") continue;
-    spdlog::warn("reload: {} changed; the running daemon applies it at the next restart", key);
-  }
-}
-
 int Serve(const std::vector<std::string>& args, const CommandLine& cmd) {
   DaemonOptions options = cmd.config.daemon;
   options.handle_signals = false;  // the supervisor reads SIGTERM/SIGINT from its signalfd
@@ -34,10 +25,17 @@ int Serve(const std::vector<std::string>& args, const CommandLine& cmd) {
   daemon.Start();
   const std::string group_error = ApplySocketGroup(options.socket_path, cmd.config.socket_group);
   if (!group_error.empty()) spdlog::warn("socket access: {}", group_error);
-  const ServiceConfig started = cmd.config;
   ServiceSupervisor::Hooks hooks;
   hooks.stop = [&daemon] { daemon.Stop(); };
-  hooks.apply = [&started](const ServiceConfig& next) { LogKeysNeedingRestart(started, next); };
+  // The supervisor applied the log level and kept the restart-only keys at their running values
+  // (logged once each); everything else goes to the loop (Daemon::UpdateOptions).
+  hooks.apply = [&daemon](const ServiceConfig& next) {
+    DaemonOptions options = next.daemon;
+    options.handle_signals = false;
+    if (!daemon.UpdateOptions(std::move(options))) {
+      spdlog::warn("reload: the daemon is stopping; configuration not applied");
+    }
+  };
   ServiceSupervisor supervisor(args, cmd.config, hooks);
   if (!supervisor.Start()) return 1;
   NotifyReady("serving " + options.socket_path);

@@ -149,7 +149,7 @@ void ServiceSupervisor::Reload() {
     return;
   }
   for (const std::string& key : result.needs_restart) {
-    spdlog::warn("reload: {} changed; it takes effect at the next restart", key);
+    spdlog::warn("reload: {} changed; it needs a restart, the running value is kept", key);
   }
   spdlog::set_level(spdlog::level::from_str(result.config.log_level));
   {

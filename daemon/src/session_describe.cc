@@ -17,7 +17,44 @@ nlohmann::json PolicyJson(std::uint64_t generation, const ipc::Policy& policy, d
           {"measured_iteration_s", measured_s}};
 }
 
+/// The executor's counters as the shim last published them (SegmentHeader slots 5 and 7).
+nlohmann::json SwapJson(const ipc::SegmentHeader& h) {
+  auto load = [](const std::atomic<std::uint64_t>& f) { return f.load(std::memory_order_relaxed); };
+  return {{"out_bytes", load(h.swap_out_bytes)},
+          {"in_bytes", load(h.swap_in_bytes)},
+          {"stalls", load(h.stall_count)},
+          {"stall_s", double(load(h.stall_ns)) * 1e-9},
+          {"prefetch_hits", load(h.prefetch_hits)},
+          {"prefetch_misses", load(h.prefetch_misses)},
+          {"host_pool_bytes", load(h.host_pool_bytes)},
+          {"vmm_calls", load(h.vmm_calls)},
+          {"fault_ins", load(h.fault_ins)},
+          {"evictions", load(h.evictions)},
+          {"policy_ignored", load(h.policy_ignored)},
+          {"iterations", load(h.executor_iterations)},
+          {"last_iteration",
+           {{"vmm_calls", load(h.last_iteration_vmm_calls)},
+            {"out_bytes", load(h.last_iteration_swap_out_bytes)},
+            {"in_bytes", load(h.last_iteration_swap_in_bytes)}}}};
+}
+
 }  // namespace
+
+nlohmann::json ClientSession::InForceJson(std::uint64_t applied) const {
+  // The policy the shim applies: a GEN_POLICY candidate, or the chosen one republished in STABLE
+  // under its own generation. Measured = the last iteration's device time.
+  const ipc::Policy* policy = nullptr;
+  for (const Candidate& c : candidates_) {
+    if (c.generation == applied) policy = &c.policy;
+  }
+  if (policy == nullptr && chosen_ && chosen_generation_ != 0 && applied == chosen_generation_)
+    policy = &chosen_->policy;
+  nlohmann::json j{{"generation", applied}, {"measured_iteration_s", iteration_s_}};
+  j["predicted_iteration_s"] =
+      policy != nullptr ? nlohmann::json(policy->summary.predicted_iteration_s) : nullptr;
+  j["swaps"] = policy != nullptr ? nlohmann::json(policy->entries.size()) : nullptr;
+  return j;
+}
 
 void ClientSession::Describe(bool detailed, nlohmann::json* out) const {
   const ipc::SegmentHeader* h = segment_.header();
@@ -63,12 +100,7 @@ void ClientSession::Describe(bool detailed, nlohmann::json* out) const {
   j["device"] = {{"bytes_live", h->device_bytes_live.load(std::memory_order_relaxed)},
                  {"bytes_peak", h->device_bytes_peak.load(std::memory_order_relaxed)},
                  {"limit_bytes", DeviceLimit()}};
-  j["swap"] = {{"out_bytes", h->swap_out_bytes.load(std::memory_order_relaxed)},
-               {"in_bytes", h->swap_in_bytes.load(std::memory_order_relaxed)},
-               {"stalls", h->stall_count.load(std::memory_order_relaxed)},
-               {"stall_s", double(h->stall_ns.load(std::memory_order_relaxed)) * 1e-9},
-               {"prefetch_hits", h->prefetch_hits.load(std::memory_order_relaxed)},
-               {"host_pool_bytes", h->host_pool_bytes.load(std::memory_order_relaxed)}};
+  j["swap"] = SwapJson(*h);
   nlohmann::json candidates = nlohmann::json::array();
   for (const Candidate& c : candidates_)
     candidates.push_back(PolicyJson(c.generation, c.policy, c.measured_s));
@@ -78,12 +110,14 @@ void ClientSession::Describe(bool detailed, nlohmann::json* out) const {
       {"candidates", candidates},
       {"chosen", chosen_ ? PolicyJson(chosen_->generation, chosen_->policy, chosen_->measured_s)
                          : nlohmann::json(nullptr)},
+      {"in_force", InForceJson(h->policy_generation_applied.load(std::memory_order_relaxed))},
       {"error", generation_error_},
       {"refused_too_large", publish_refused_}};
   j["profile"] = profile_ ? nlohmann::json{{"ops", profile_->ops.size()},
                                            {"tensors", profile_->tensors.size()},
                                            {"iteration_s", profile_->iteration_s},
-                                           {"fresh", profile_fresh_}}
+                                           {"fresh", profile_fresh_},
+                                           {"clock", profile_clock_}}
                           : nlohmann::json(nullptr);
   nlohmann::json devices = nlohmann::json::array();
   for (const ipc::DeviceFacts& d : identity_.hello.devices) {

@@ -10,6 +10,9 @@ namespace {
 
 /// Detailed iterations requested in a row before giving up (each one lost records).
 constexpr std::uint32_t kMaxDetailAttempts = 5;
+/// Device-timed intervals after the detailed one whose best is the profile's iteration time: a
+/// one-off host stall (first use of a resource, a synchronisation) must not become the profile's.
+constexpr std::uint32_t kProfileSamples = 2;
 
 }  // namespace
 
@@ -37,19 +40,22 @@ void ClientSession::OnStageChange(const StageStep& step) {
     next_candidate_ = 0;
     candidate_step_pending_ = true;
     profile_fresh_ = false;
+    profile_timed_ = false;
     detail_attempts_ = 0;
     RequestDetail();
     Publish(nullptr);
+    // The profile's iteration time must come from iterations run without the old policy.
+    profile_generation_ = generation_;
   } else if (step.after == Stage::kStable) {
-    const Candidate* best = nullptr;
+    // The best measured device time wins; with no measurement at all, the first candidate.
+    const Candidate* best = candidates_.empty() ? nullptr : &candidates_.front();
     for (const Candidate& c : candidates_) {
-      if (best == nullptr ||
-          (c.measured_s > 0 && (best->measured_s == 0 || c.measured_s < best->measured_s))) {
-        best = &c;
-      }
+      if (c.samples > 0 && (best->samples == 0 || c.measured_s < best->measured_s)) best = &c;
     }
     if (best != nullptr) chosen_ = *best;
     Publish(best != nullptr ? &best->policy : nullptr);
+    // Iterations under the republished policy keep measuring the chosen one.
+    chosen_generation_ = best != nullptr ? generation_ : 0;
   } else {
     Publish(nullptr);  // WARMUP: the old triggers no longer match the sequence
   }
@@ -71,7 +77,10 @@ void ClientSession::RequestDetail() {
   header->control_flags.fetch_or(ipc::kControlDetailedIteration, std::memory_order_acq_rel);
 }
 
-void ClientSession::FinishDetail(bool with_mark, double iteration_s) {
+void ClientSession::FinishDetail(bool with_mark) {
+  // Without its closing mark (another thread's op came first), the detailed iteration began at
+  // the last boundary seen.
+  if (!with_mark) detail_boundary_ = last_mark_iteration_;
   ipc::SegmentHeader* header = segment_.header();
   const std::uint64_t dropped = header->records_dropped.load(std::memory_order_acquire);
   if (dropped != detail_dropped_at_request_) {
@@ -85,28 +94,95 @@ void ClientSession::FinishDetail(bool with_mark, double iteration_s) {
   header->control_flags.fetch_and(~std::uint32_t{ipc::kControlDetailedIteration},
                                   std::memory_order_acq_rel);
   auto profile = std::make_shared<policy::Profile>(
-      builder_.Finish(names_, iteration_s,
+      // No iteration time yet: it is the device time of a later iteration (TimeProfile).
+      builder_.Finish(names_, 0.0,
                       "chameleond client " + std::to_string(identity_.id) + " pid " +
                           std::to_string(identity_.pid)));
-  spdlog::info("client {} (pid {}): detailed iteration recorded: {} ops, {} tensors, {:.6f} s{}",
-               identity_.id, identity_.pid, profile->ops.size(), profile->tensors.size(),
-               iteration_s, with_mark ? "" : " (time of the previous iteration)");
+  spdlog::info(
+      "client {} (pid {}): detailed iteration recorded: {} ops, {} tensors (boundary {}); "
+      "waiting for the device time of a later iteration",
+      identity_.id, identity_.pid, profile->ops.size(), profile->tensors.size(), detail_boundary_);
   profile_ = std::move(profile);
   profile_fresh_ = true;
+  profile_timed_ = false;
+  profile_clock_.clear();
+  marks_since_detail_ = 0;
+  profile_samples_ = 0;
+  profile_best_s_ = 0;
   detail_ = DetailState::kDone;
 }
 
+void ClientSession::TimeProfile(double seconds, const char* clock) {
+  auto timed = std::make_shared<policy::Profile>(*profile_);
+  timed->iteration_s = seconds;
+  profile_ = std::move(timed);
+  profile_timed_ = true;
+  profile_clock_ = clock;
+  spdlog::info("client {} (pid {}): profile iteration time {:.6f} s ({} time)", identity_.id,
+               identity_.pid, seconds, clock);
+}
+
+void ClientSession::OnTimedInterval(std::uint64_t interval, double seconds) {
+  // Credited only to a generation in force at both ends: a candidate installed at boundary k is
+  // judged by intervals k, k + 1, ..., never by one that began under its predecessor.
+  const MarkGeneration& begin = mark_generations_[interval % kMarkGenerations];
+  const MarkGeneration& end = mark_generations_[(interval + 1) % kMarkGenerations];
+  if (begin.boundary != interval || end.boundary != interval + 1 ||
+      begin.generation != end.generation) {
+    return;
+  }
+  const std::uint64_t generation = begin.generation;
+  if (profile_fresh_ && !profile_timed_ && candidates_.empty() && interval > detail_boundary_ &&
+      generation >= profile_generation_) {
+    if (profile_samples_++ == 0 || seconds < profile_best_s_) profile_best_s_ = seconds;
+    if (profile_samples_ >= kProfileSamples) TimeProfile(profile_best_s_, "device");
+  }
+  // The best interval: a policy's own cost (its stalls) recurs in every iteration it runs, a
+  // one-off host stall does not.
+  auto credit = [seconds](Candidate& c) {
+    if (c.samples++ == 0 || seconds < c.measured_s) c.measured_s = seconds;
+  };
+  // Frozen once STABLE chose among them (the last one may stay in force a little longer).
+  for (Candidate& c : candidates_) {
+    if (c.generation == generation && stage() == Stage::kGenPolicy) credit(c);
+  }
+  if (chosen_ && chosen_generation_ != 0 && generation == chosen_generation_) credit(*chosen_);
+}
+
+void ClientSession::CreditLegacy(double seconds) {
+  // A layout-1.0 shim's marks name neither the interval nor the generation: credit the
+  // generation the shim says is applied now, and time the profile with the first device time.
+  if (profile_fresh_ && !profile_timed_ && candidates_.empty()) TimeProfile(seconds, "device");
+  const std::uint64_t applied =
+      segment_.header()->policy_generation_applied.load(std::memory_order_acquire);
+  for (Candidate& c : candidates_) {
+    if (c.generation != applied) continue;
+    if (c.samples++ == 0 || seconds < c.measured_s) c.measured_s = seconds;
+  }
+}
+
+bool ClientSession::ReadyForCandidate() const {
+  if (!profile_timed_) return false;
+  // One candidate at a time: the next only once the last one has a measurement of its own
+  // (with a 1.0 shim nothing says which iteration ran under which policy: one per step).
+  if (candidates_.empty() || !marks_carry_generation_) return true;
+  return candidates_.back().samples > 0;
+}
+
 std::uint64_t ClientSession::DeviceLimit() const {
-  const std::uint64_t limit = segment_.header()->device_limit_bytes.load(std::memory_order_acquire);
-  if (limit != 0) return limit;
+  // Read at each generation, so a reloaded `devices` limit is used by the next candidate.
+  const std::uint64_t client =
+      segment_.header()->device_limit_bytes.load(std::memory_order_acquire);
   const auto& devices = identity_.hello.devices;
-  return devices.empty() ? 0 : devices.front().total_memory;
+  if (devices.empty()) return EffectiveDeviceLimit(0, client, 0);
+  return EffectiveDeviceLimit(ConfiguredDeviceLimit(options_, devices.front().ordinal), client,
+                              devices.front().total_memory);
 }
 
 bool ClientSession::WantsGeneration() const {
-  return stage() == Stage::kGenPolicy && profile_fresh_ && profile_ && !generation_in_flight_ &&
-         candidate_step_pending_ && next_candidate_ < configs_.size() && DeviceLimit() != 0 &&
-         !disabled_;
+  return stage() == Stage::kGenPolicy && profile_fresh_ && profile_ && ReadyForCandidate() &&
+         !generation_in_flight_ && candidate_step_pending_ && next_candidate_ < configs_.size() &&
+         DeviceLimit() != 0 && !disabled_;
 }
 
 std::pair<std::shared_ptr<const policy::Profile>, policy::GeneratorOptions>
@@ -130,7 +206,7 @@ void ClientSession::InstallCandidate(CandidateResult result) {
   generation_error_.clear();
   if (stage() != Stage::kGenPolicy) return;  // a shift overtook it
   Publish(&result.policy);
-  candidates_.push_back(Candidate{generation_, std::move(result.policy), 0});
+  candidates_.push_back(Candidate{generation_, std::move(result.policy), 0, 0});
   spdlog::info(
       "client {} (pid {}): candidate {} published as generation {} ({} swaps, predicted "
       "{:.6f} s, {:.3f} ms to generate)",
@@ -174,14 +250,9 @@ void ClientSession::CopyCounters() {
   delta(iterations(), &copied_.iterations, m.iterations, 1);
   delta(shifts(), &copied_.shifts, m.shifts, 1);
   delta(published_, &copied_.generations, m.generations, 1);
-  delta(h->swap_out_bytes.load(std::memory_order_relaxed), &copied_.swap_out, m.swap_out, 1);
-  delta(h->swap_in_bytes.load(std::memory_order_relaxed), &copied_.swap_in, m.swap_in, 1);
-  delta(h->stall_ns.load(std::memory_order_relaxed), &copied_.stall_ns, m.stall_seconds, 1e-9);
-  delta(h->prefetch_hits.load(std::memory_order_relaxed), &copied_.prefetch_hits, m.prefetch_hits,
-        1);
+  executor_copy_.Update(*h, m);  // the swap executor's counters (executor_metrics.cc)
   m.bytes_live->Set(double(h->device_bytes_live.load(std::memory_order_relaxed)));
   m.bytes_peak->Set(double(h->device_bytes_peak.load(std::memory_order_relaxed)));
-  m.host_pool_bytes->Set(double(h->host_pool_bytes.load(std::memory_order_relaxed)));
   m.stage->Set(static_cast<double>(stage()));
 }
 

@@ -5,7 +5,9 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <sstream>
 
@@ -87,8 +89,10 @@ class TrainerTest : public DaemonTest {
     return std::regex_search(text, m, re) ? static_cast<std::uint64_t>(std::stod(m[1])) : 0;
   }
   /// Runs the trainer to completion, sampling the client's description while it runs.
+  /// `on_sample` sees each description taken while the client is alive.
   nlohmann::json RunToEnd(const std::vector<std::string>& args, std::string* stdout_text,
-                          const std::string& program = "") {
+                          const std::string& program = "",
+                          const std::function<void(const nlohmann::json&)>& on_sample = {}) {
     const std::string out = dir_ + "/train.out";
     const pid_t pid = Spawn(args, out, program);
     nlohmann::json last;
@@ -100,6 +104,7 @@ class TrainerTest : public DaemonTest {
           if (clients["ok"].get<bool>() && !clients["clients"].empty()) {
             auto d = Describe(clients["clients"][0]["id"].get<std::uint32_t>());
             if (d.is_object()) last = d;
+            if (d.is_object() && on_sample) on_sample(d);
           }
           exited = Exited(pid, &status);
           return exited;
@@ -179,6 +184,89 @@ TEST_F(TrainerTest, ResNetReplayBoundariesAreItsProfilerSteps) {
   EXPECT_EQ(d["iteration_ops"].get<std::uint64_t>(), (ops_12 - ops_6) / 6) << d.dump(2);
   EXPECT_EQ(d["shifts"].get<int>(), 0) << d.dump(2);
   EXPECT_EQ(d["boundary"]["losses"].get<int>(), 0) << d.dump(2);
+}
+
+/// Numbers after `key` on each line of `text` ("peak 123", "iteration 3 time 0.02").
+std::vector<double> Values(const std::string& text, const std::string& pattern) {
+  std::vector<double> values;
+  const std::regex re(pattern);
+  for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) {
+    values.push_back(std::stod((*it)[1]));
+  }
+  return values;
+}
+
+TEST_F(TrainerTest, ResNetReplayDetailedProfileIsTheWholeIteration) {
+  if (replay_.empty()) GTEST_SKIP() << "chameleon-replay not built in this tree";
+  const char* shared = std::getenv("CHAMELEON_E2E_SHARED_DIR");
+  const std::string trace = std::string(shared != nullptr ? shared : CHAMELEON_SHARED_DIR) +
+                            "/traces/resnet_1gpu_et.json.gz";
+  // The profile as soon as it has its iteration time (the client must still be connected).
+  nlohmann::json profile;
+  std::string text;
+  const auto d =
+      RunToEnd({trace, "--iterations", "14"}, &text, replay_, [&](const nlohmann::json& c) {
+        if (!profile.is_null() || !c["profile"].is_object() ||
+            c["profile"]["iteration_s"].get<double>() <= 0) {
+          return;
+        }
+        const auto dump = Control({{"command", "dump-profile"}, {"id", c["id"]}});
+        if (dump["ok"].get<bool>()) profile = dump["profile"];
+      });
+  ASSERT_TRUE(d.is_object());
+  ASSERT_TRUE(profile.is_object()) << "no timed profile while the replay ran; " << d.dump(2);
+  // The whole detected iteration: one profile op per op of the period.
+  const auto period = d["boundary"]["period_ops"].get<std::size_t>();
+  EXPECT_EQ(profile["ops"].size(), period);
+  EXPECT_EQ(d["iteration_ops"].get<std::size_t>(), period);
+  EXPECT_GT(profile["tensors"].size(), period / 2);
+  // Memory curve: its peak is the replay's own peak (requested bytes) within 3 %.
+  const std::vector<double> peak = Values(text, "peak ([0-9]+)");
+  ASSERT_EQ(peak.size(), 1u) << text;
+  double curve_peak = 0;
+  for (const auto& op : profile["ops"]) {
+    curve_peak = std::max(curve_peak, op["bytes_live_after"].get<double>());
+  }
+  EXPECT_NEAR(curve_peak, peak[0], 0.03 * peak[0]);
+  // Iteration time: device time, i.e. the replay's own per-iteration figure, within 20 %.
+  std::vector<double> times = Values(text, "iteration [0-9]+ time ([0-9.e-]+)");
+  ASSERT_FALSE(times.empty());
+  std::sort(times.begin(), times.end());
+  const double median = times[times.size() / 2];
+  EXPECT_NEAR(profile["iteration_s"].get<double>(), median, 0.2 * median);
+}
+
+// Enough GEN_POLICY steps to measure several candidates: each needs the shim to apply it (its
+// background thread polls every 10 ms) and one whole iteration under it.
+class CandidateTrainerTest : public TrainerTest {
+  void Configure(DaemonOptions* options) override { options->detection.stage_n = 12; }
+};
+
+TEST_F(CandidateTrainerTest, NoSwapPredictionsMatchDeviceTimeAndTheBestMeasuredIsChosen) {
+  std::string text;
+  const auto d = RunToEnd({"--steps", "80"}, &text);
+  ASSERT_TRUE(d.is_object());
+  ASSERT_EQ(d["stage"], "STABLE") << d.dump(2);
+  const auto& policy = d["policy"];
+  // The profile's iteration time is device (virtual) time, as the trainer reports its steps.
+  std::vector<double> times = Values(text, "step [0-9]+ loss [0-9.e+-]+ time ([0-9.e-]+)");
+  ASSERT_FALSE(times.empty()) << text;
+  std::sort(times.begin(), times.end());
+  const double median = times[times.size() / 2];
+  EXPECT_NEAR(d["profile"]["iteration_s"].get<double>(), median, 0.2 * median);
+  // Every measured no-swap candidate: predicted within 20 % of measured device time.
+  int measured = 0;
+  const nlohmann::json* best = nullptr;
+  for (const auto& c : policy["candidates"]) {
+    const double m = c["measured_iteration_s"].get<double>();
+    if (m <= 0) continue;
+    ++measured;
+    if (best == nullptr || m < (*best)["measured_iteration_s"].get<double>()) best = &c;
+    if (c["swaps"].get<int>() != 0) continue;
+    EXPECT_NEAR(c["predicted_iteration_s"].get<double>(), m, 0.2 * m) << c.dump();
+  }
+  ASSERT_GE(measured, 1) << policy.dump(2);
+  EXPECT_EQ(policy["chosen"]["generation"], (*best)["generation"]) << policy.dump(2);
 }
 
 }  // namespace

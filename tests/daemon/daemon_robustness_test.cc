@@ -147,6 +147,32 @@ TEST_F(RobustnessTest, RecordTooShortForItsTypeDisconnects) {
   EXPECT_EQ(BadInput("bad_record"), 1u);
 }
 
+TEST_F(RobustnessTest, RecordOfAnUnknownTypeIsSkippedAndCountedNotFatal) {
+  StartDaemon();
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  auto producer = client->segment().ring_producer();
+  const std::uint64_t future[3] = {1, 2, 3};  // a newer shim's record type
+  ASSERT_EQ(producer.Push(static_cast<ipc::RecordType>(77), 0, future, sizeof(future)),
+            ipc::PushResult::kOk);
+  ASSERT_EQ(producer.Push(static_cast<ipc::RecordType>(77), 0, future, sizeof(future)),
+            ipc::PushResult::kOk);
+  // A layout-1.0 mark (32 bytes) after them is still read.
+  ipc::IterationMarkRecord mark{1, 1, 0, 0, 0, 0};
+  ASSERT_EQ(producer.Push(ipc::RecordType::kIterationMark, 0, &mark, ipc::kIterationMarkV10Bytes),
+            ipc::PushResult::kOk);
+  ASSERT_TRUE(WaitFor([&] {
+    client->Heartbeat();
+    const auto d = Describe(client->id());
+    return d.is_object() && d["records"]["iteration_marks"].get<int>() == 1;
+  }));
+  const auto d = Describe(client->id());
+  EXPECT_EQ(d["records"]["unknown"].get<int>(), 2) << d.dump(2);
+  EXPECT_EQ(daemon_->clients(), 1u);
+  EXPECT_EQ(BadInput("bad_record"), 0u);
+  EXPECT_EQ(BadInput("ring_corrupt"), 0u);
+}
+
 class DeadWriterTest : public RobustnessTest {
   void Configure(DaemonOptions* options) override { options->stuck_record_timeout_ns = 50'000'000; }
 };

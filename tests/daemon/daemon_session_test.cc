@@ -193,5 +193,72 @@ TEST_F(SessionTest, TwoConcurrentClientsAreTrackedIndependently) {
   EXPECT_NE(db["boundary"]["signature"], nlohmann::json::array());
 }
 
+// Candidates judged by device time of the iterations run entirely under them (layout-1.1 marks).
+class CandidateTimingTest : public DaemonTest {
+  void Configure(DaemonOptions* options) override { options->detection.stage_n = 12; }
+};
+
+TEST_F(CandidateTimingTest, IntervalsAreCreditedOnlyToTheGenerationInForceAtBothEnds) {
+  StartDaemon();
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  LoopSpec spec;
+  PushSteps(*client, spec, 0, 6);
+  ASSERT_TRUE(WaitFor([&] {
+    return (client->header()->control_flags.load() & ipc::kControlDetailedIteration) != 0;
+  }));
+  auto generation = [&] { return Describe(client->id())["generation"].get<std::uint64_t>(); };
+  auto candidates = [&] { return Describe(client->id())["policy"]["candidates"]; };
+  const std::uint64_t g0 = generation();
+  // Boundary 1 starts the detailed iteration, boundary 2 ends it.
+  ASSERT_TRUE(client->MarkTimed(1, g0, 0, 0));
+  PushDetailedStep(*client, spec, 6);
+  ASSERT_TRUE(client->MarkTimed(2, g0, 0, 0));
+  client->header()->detail_done_seq.store(client->header()->detail_request_seq.load());
+  PushSteps(*client, spec, 7, 8);
+  // The detailed interval's own device time (1) is not the profile's: detailed mode may slow it.
+  ASSERT_TRUE(client->MarkTimed(3, g0, 1, 9'000'000));
+  ASSERT_TRUE(client->MarkTimed(4, g0, 2, 1'500'000));  // interval 2: after it, same generation
+  ASSERT_TRUE(WaitDrained(*client));
+  EXPECT_DOUBLE_EQ(Describe(client->id())["profile"]["iteration_s"].get<double>(), 0.0);
+  EXPECT_TRUE(candidates().empty());
+  ASSERT_TRUE(client->MarkTimed(5, g0, 3, 1'000'000));  // the second sample; the best counts
+  ASSERT_TRUE(WaitFor([&] { return candidates().size() == 1; }));
+  EXPECT_DOUBLE_EQ(Describe(client->id())["profile"]["iteration_s"].get<double>(), 0.001);
+  EXPECT_EQ(Describe(client->id())["profile"]["clock"], "device");
+  const std::uint64_t c0 = generation();
+  // The shim applies c0 during interval 6 (boundary 7 is the first under it). Interval 6 began
+  // under g0: not c0's, although its time would be c0's best. Interval 7 ran under c0 at both
+  // ends: c0's.
+  PushSteps(*client, spec, 8, 9);
+  ASSERT_TRUE(client->MarkTimed(6, g0, 4, 1'000'000));
+  ASSERT_TRUE(client->MarkTimed(7, c0, 5, 1'000'000));
+  ASSERT_TRUE(client->MarkTimed(8, c0, 6, 500'000));
+  ASSERT_TRUE(WaitDrained(*client));
+  EXPECT_EQ(candidates().size(), 1u);  // the next candidate waits for c0's measurement
+  PushSteps(*client, spec, 9, 10);
+  ASSERT_TRUE(client->MarkTimed(9, c0, 7, 3'000'000));
+  ASSERT_TRUE(WaitFor([&] { return candidates().size() == 2; }));
+  const std::uint64_t c1 = generation();
+  ASSERT_NE(c1, c0);
+  PushSteps(*client, spec, 10, 11);
+  ASSERT_TRUE(client->MarkTimed(10, c1, 8, 4'000'000));   // interval 8: c0's, not its best
+  ASSERT_TRUE(client->MarkTimed(11, c1, 9, 100'000));     // interval 9 began under c0: nobody's
+  ASSERT_TRUE(client->MarkTimed(12, c1, 10, 2'500'000));  // interval 10: c1's
+  ASSERT_TRUE(client->MarkTimed(13, c1, 11, 2'000'000));  // interval 11: c1's
+  ASSERT_TRUE(WaitDrained(*client));
+  auto list = candidates();
+  ASSERT_GE(list.size(), 2u);
+  EXPECT_EQ(list[0]["generation"].get<std::uint64_t>(), c0);
+  EXPECT_DOUBLE_EQ(list[0]["measured_iteration_s"].get<double>(), 0.003);
+  EXPECT_EQ(list[1]["generation"].get<std::uint64_t>(), c1);
+  EXPECT_DOUBLE_EQ(list[1]["measured_iteration_s"].get<double>(), 0.002);  // the best of its two
+  // STABLE keeps the candidate with the best measured device time.
+  PushSteps(*client, spec, 11, 26);
+  ASSERT_TRUE(WaitFor([&] { return Describe(client->id())["stage"] == "STABLE"; }))
+      << Describe(client->id()).dump(2);
+  EXPECT_EQ(Describe(client->id())["policy"]["chosen"]["generation"].get<std::uint64_t>(), c1);
+}
+
 }  // namespace
 }  // namespace chameleon::daemon::testing

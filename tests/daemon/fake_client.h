@@ -121,8 +121,17 @@ class FakeClient {
     ipc::MemInfoRecord info{bytes_live, 0, {0, 0, 0}};
     return Count(ring_.Push(ipc::RecordType::kMemInfo, flags, &info, sizeof(info)));
   }
+  /// A layout-1.0 mark (32 bytes: no timed interval, no generation), as an older shim sends.
   bool Mark(std::uint64_t iteration, std::uint64_t device_time_ns, std::uint64_t ops) {
-    ipc::IterationMarkRecord mark{iteration, NowNs(), device_time_ns, ops};
+    ipc::IterationMarkRecord mark{iteration, NowNs(), device_time_ns, ops, 0, 0};
+    return Count(
+        ring_.Push(ipc::RecordType::kIterationMark, 0, &mark, ipc::kIterationMarkV10Bytes));
+  }
+  /// A layout-1.1 mark: boundary `iteration` with `generation` in force, carrying the device
+  /// time of interval `timed` (0: none).
+  bool MarkTimed(std::uint64_t iteration, std::uint64_t generation, std::uint64_t timed,
+                 std::uint64_t device_time_ns) {
+    ipc::IterationMarkRecord mark{iteration, NowNs(), device_time_ns, 0, timed, generation};
     return Count(ring_.Push(ipc::RecordType::kIterationMark, 0, &mark, sizeof(mark)));
   }
   /// Records pushed so far (what the daemon should eventually have drained).

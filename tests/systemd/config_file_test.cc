@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
+
+#include <yaml-cpp/yaml.h>
 
 namespace chameleon::daemon {
 namespace {
@@ -23,7 +26,7 @@ TEST(ConfigFileTest, ExampleFileLoadsAndDiffersFromDefaultsOnlyInSocketAccess) {
   EXPECT_EQ(ToYaml(result.config), ToYaml(expected));
   EXPECT_EQ(result.config.daemon.socket_mode, 0660u);
   EXPECT_EQ(result.config.socket_group, "chameleon");
-  EXPECT_EQ(result.config.policy.min_swap_bytes, 1u << 20);
+  EXPECT_EQ(result.config.daemon.policy.min_swap_bytes, 1u << 20);
 }
 
 TEST(ConfigFileTest, EmptyDocumentKeepsTheBase) {
@@ -84,19 +87,19 @@ log: {level: debug}
   EXPECT_DOUBLE_EQ(c.daemon.detection.gap_tolerance, 0.2);
   EXPECT_EQ(c.daemon.detection.max_history_ops, 4096u);
   EXPECT_EQ(c.daemon.detection.boundary_patterns, (std::vector<std::string>{"*step*", "adam*"}));
-  EXPECT_DOUBLE_EQ(c.policy.size_weight, 1.5);
-  EXPECT_DOUBLE_EQ(c.policy.prefetch_margin, 0.25);
-  EXPECT_DOUBLE_EQ(c.policy.host_bandwidth_bytes_per_s, 12e9);
-  EXPECT_DOUBLE_EQ(c.policy.link_efficiency, 0.5);
-  EXPECT_FALSE(c.policy.full_duplex);
-  EXPECT_EQ(c.policy.min_swap_bytes, 2u << 20);
-  EXPECT_FALSE(c.policy.cross_iteration);
-  EXPECT_EQ(c.policy.layers_per_phase, 16u);
-  ASSERT_EQ(c.device_limits.size(), 2u);
-  EXPECT_EQ(c.device_limits[0].index, 0u);
-  EXPECT_EQ(c.device_limits[0].limit_bytes, 1610612736u);
-  EXPECT_EQ(c.device_limits[1].index, 3u);
-  EXPECT_EQ(c.device_limits[1].limit_bytes, 512'000'000u);
+  EXPECT_DOUBLE_EQ(c.daemon.policy.size_weight, 1.5);
+  EXPECT_DOUBLE_EQ(c.daemon.policy.prefetch_margin, 0.25);
+  EXPECT_DOUBLE_EQ(c.daemon.policy.host_bandwidth_bytes_per_s, 12e9);
+  EXPECT_DOUBLE_EQ(c.daemon.policy.link_efficiency, 0.5);
+  EXPECT_FALSE(c.daemon.policy.full_duplex);
+  EXPECT_EQ(c.daemon.policy.min_swap_bytes, 2u << 20);
+  EXPECT_FALSE(c.daemon.policy.cross_iteration);
+  EXPECT_EQ(c.daemon.policy.layers_per_phase, 16u);
+  ASSERT_EQ(c.daemon.device_limits.size(), 2u);
+  EXPECT_EQ(c.daemon.device_limits[0].index, 0u);
+  EXPECT_EQ(c.daemon.device_limits[0].limit_bytes, 1610612736u);
+  EXPECT_EQ(c.daemon.device_limits[1].index, 3u);
+  EXPECT_EQ(c.daemon.device_limits[1].limit_bytes, 512'000'000u);
   EXPECT_EQ(c.log_level, "debug");
 }
 
@@ -117,15 +120,15 @@ TEST(ConfigFileTest, ToYamlRoundTripsEveryField) {
   c.daemon.detection.stage_m = 11;
   c.daemon.detection.similarity_threshold = 0.123456789012345;
   c.daemon.detection.boundary_patterns = {"a*", "b?c"};
-  c.policy.size_weight = 3.25;
-  c.policy.full_duplex = false;
-  c.device_limits = {{2, 123456789}, {0, 99}};
+  c.daemon.policy.size_weight = 3.25;
+  c.daemon.policy.full_duplex = false;
+  c.daemon.device_limits = {{2, 123456789}, {0, 99}};
   c.log_level = "warn";
   const ConfigResult back = ParseConfigText(ToYaml(c), "roundtrip");
   ASSERT_TRUE(back.ok()) << back.ErrorText() << "\n" << ToYaml(c);
   EXPECT_EQ(ToYaml(back.config), ToYaml(c));
   EXPECT_EQ(back.config.daemon.detection.similarity_threshold, 0.123456789012345);
-  EXPECT_EQ(back.config.device_limits[0].limit_bytes, 123456789u);
+  EXPECT_EQ(back.config.daemon.device_limits[0].limit_bytes, 123456789u);
   EXPECT_EQ(back.config.daemon.metrics_listen, "");
 }
 
@@ -151,13 +154,38 @@ TEST(ConfigFileTest, MissingFileIsAnErrorNamingThePath) {
             "/nonexistent/chameleond.yaml: cannot read the config file: No such file or directory");
 }
 
-// The reader must know every option. When a field is added to DaemonOptions, DetectionOptions or
-// GeneratorOptions, this fails: add it to config_file.cc, config_yaml.cc, the example file and
-// the tests above, then update the sizes here.
+// The reader must know every option. When a field is added to DaemonOptions, DetectionOptions,
+// GeneratorOptions or DeviceLimit, this fails: add it to config_file.cc (reader), config_yaml.cc
+// (ToYaml), the example file, ReadsEverySectionIntoItsField, live_options.cc (restart-only or
+// live) and docs/operations.md's reload table, then update the sizes here.
 TEST(ConfigFileTest, KnowsEveryOptionField) {
   EXPECT_EQ(sizeof(DetectionOptions), 80u) << "DetectionOptions changed: update the config file";
-  EXPECT_EQ(sizeof(DaemonOptions), 200u) << "DaemonOptions changed: update the config file";
+  EXPECT_EQ(sizeof(DaemonOptions), 288u) << "DaemonOptions changed: update the config file";
   EXPECT_EQ(sizeof(policy::GeneratorOptions), 64u) << "GeneratorOptions changed: update the config";
+  EXPECT_EQ(sizeof(DeviceLimit), 16u) << "DeviceLimit changed: update the config file";
+}
+
+/// "section.key" for every key of a document in the file's schema.
+std::set<std::string> KeysOf(const YAML::Node& root) {
+  std::set<std::string> keys;
+  for (const auto& section : root) {
+    const std::string name = section.first.Scalar();
+    if (!section.second.IsMap()) {
+      keys.insert(name);
+      continue;
+    }
+    for (const auto& kv : section.second) keys.insert(name + "." + kv.first.Scalar());
+  }
+  return keys;
+}
+
+// Every key ToYaml writes (so every option the reader knows) is documented in the example file,
+// and the example has no key the schema lacks.
+TEST(ConfigFileTest, ExampleFileDocumentsEveryKey) {
+  const std::set<std::string> schema = KeysOf(YAML::Load(ToYaml(ServiceConfig{})));
+  const std::set<std::string> example = KeysOf(YAML::LoadFile(ExamplePath()));
+  EXPECT_EQ(example, schema);
+  EXPECT_GE(schema.size(), 31u);  // 3 socket, 1 metrics, 7 clients, 10 detection, 8 policy, ...
 }
 
 /// One invalid document and the exact error line it must produce.

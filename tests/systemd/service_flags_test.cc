@@ -195,8 +195,8 @@ TEST_F(ServiceFlagsTest, ReloadKeepsRestartOnlyKeysAndSaysSo) {
 TEST(ChangedKeysTest, ListsEveryDifferingKeySorted) {
   ServiceConfig a, b;
   EXPECT_TRUE(ChangedKeys(a, b).empty());
-  b.policy.size_weight = 2;
-  b.device_limits = {{0, 1}};
+  b.daemon.policy.size_weight = 2;
+  b.daemon.device_limits = {{0, 1}};
   b.daemon.detection.boundary_patterns = {"x"};
   EXPECT_EQ(ChangedKeys(a, b), (std::vector<std::string>{"detection.boundary_patterns", "devices",
                                                          "policy.size_weight"}));

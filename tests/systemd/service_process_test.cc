@@ -86,6 +86,15 @@ class ServiceProcessTest : public testing::Test {
     return at == std::string::npos ? -1 : std::stoi(body->substr(at + 19));
   }
 
+  /// chameleon_client_stage of slot 0 (0 WARMUP, 1 GEN_POLICY, 2 STABLE; -1 when not reported).
+  int Stage() {
+    const auto body = HttpGet(metrics_port_, "/metrics", Millis(2000));
+    if (!body) return -1;
+    std::smatch m;
+    static const std::regex kStage(R"(\nchameleon_client_stage\{client="0"\} (-?[0-9]+))");
+    return std::regex_search(*body, m, kStage) ? std::stoi(m[1]) : -1;
+  }
+
   TempDir dir_{"chameleon-svc"};
   std::string config_;
   std::unique_ptr<NotifySocket> notify_;
@@ -126,6 +135,49 @@ TEST_F(ServiceProcessTest, InvalidReloadKeepsServingTheSameClient) {
       << daemon_->output();
   EXPECT_EQ(Clients(), 1);
   EXPECT_GE(notify_->Count("RELOADING=1"), 2);
+}
+
+TEST_F(ServiceProcessTest, ReloadWithALowerStageNMovesTheServedClientToStable) {
+  ASSERT_TRUE(WriteFile(config_, "detection: {stage_m: 2, stage_n: 1000}\n"));
+  ASSERT_NO_FATAL_FAILURE(Start());
+  std::string error;
+  auto client = FakeClient::Connect(dir_.path() + "/c.sock", 23, 8ull << 30, &error);
+  ASSERT_NE(client, nullptr) << error;
+  ASSERT_TRUE(WaitUntil([&] { return Stage() == 1; }, Millis(10000))) << daemon_->output();
+  // n = 1000 holds it in GEN_POLICY; an invalid reload changes nothing.
+  ASSERT_TRUE(WriteFile(config_, "detection: {stage_m: 2, stage_n: 1}\nlog: {level: loud}\n"));
+  ASSERT_TRUE(daemon_->Signal(SIGHUP));
+  ASSERT_TRUE(daemon_->WaitForLine(std::regex("log.level: expected one of"), Millis(10000)))
+      << daemon_->output();
+  const std::uint64_t iterations = client->iterations_published();
+  ASSERT_TRUE(
+      WaitUntil([&] { return client->iterations_published() > iterations + 20; }, Millis(10000)));
+  EXPECT_EQ(Stage(), 1);
+  // The valid file: applied live, the client is STABLE at its next iteration, still connected.
+  ASSERT_TRUE(WriteFile(config_, "detection: {stage_m: 2, stage_n: 1}\n"));
+  ASSERT_TRUE(daemon_->Signal(SIGHUP));
+  ASSERT_TRUE(daemon_->WaitForLine(std::regex(R"(options updated: m=2, n=1,)"), Millis(10000)))
+      << daemon_->output();
+  EXPECT_TRUE(WaitUntil([&] { return Stage() == 2; }, Millis(10000))) << daemon_->output();
+  EXPECT_EQ(Clients(), 1);
+}
+
+TEST_F(ServiceProcessTest, ReloadOfARestartOnlyKeyKeepsItsValueAndSaysSo) {
+  ASSERT_NO_FATAL_FAILURE(Start());
+  ASSERT_TRUE(WriteFile(config_, "detection: {stage_m: 3}\nclients: {max: 7}\n"));
+  ASSERT_TRUE(daemon_->Signal(SIGHUP));
+  ASSERT_TRUE(daemon_->WaitForLine(std::regex(R"(clients\.max changed; it needs a restart)"),
+                                   Millis(10000)))
+      << daemon_->output();
+  ASSERT_TRUE(daemon_->WaitForLine(std::regex(R"(options updated: m=3,)"), Millis(10000)))
+      << daemon_->output();
+  // Logged once: by the supervisor, not again by the daemon.
+  const std::string& out = daemon_->output();
+  std::size_t count = 0;
+  for (std::size_t at = 0; (at = out.find("clients.max changed", at)) != std::string::npos; ++at) {
+    ++count;
+  }
+  EXPECT_EQ(count, 1u) << out;
 }
 
 TEST_F(ServiceProcessTest, SigtermStopsGracefullyAndTheClientKeepsRunning) {

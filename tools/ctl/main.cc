@@ -9,6 +9,7 @@
 
 #include "chameleon/daemon/control_client.h"
 #include "chameleon/ipc/constants.h"
+#include "client_view.h"
 #include "table.h"
 
 namespace {
@@ -31,25 +32,6 @@ void PrintClients(const json& clients) {
   PrintTable(std::cout, rows);
 }
 
-void PrintClient(const json& client) {
-  json summary = client;
-  json candidates = summary["policy"]["candidates"];
-  summary["policy"].erase("candidates");
-  PrintObject(std::cout, summary);
-  if (!candidates.empty()) {
-    std::cout << "candidates:\n";
-    std::vector<std::vector<std::string>> rows{{"  GENERATION", "SWAPS", "PREDICTED_S",
-                                                "MEASURED_S", "PREDICTED_STALL_S",
-                                                "PREDICTED_PEAK"}};
-    for (const json& c : candidates) {
-      rows.push_back({"  " + Cell(c["generation"]), Cell(c["swaps"]),
-                      Cell(c["predicted_iteration_s"]), Cell(c["measured_iteration_s"]),
-                      Cell(c["predicted_stall_s"]), Cell(c["predicted_peak_bytes"])});
-    }
-    PrintTable(std::cout, rows);
-  }
-}
-
 /// Prints a successful reply in text form.
 void PrintText(const std::string& command, const json& reply) {
   if (command == "status") {
@@ -57,7 +39,7 @@ void PrintText(const std::string& command, const json& reply) {
   } else if (command == "clients") {
     PrintClients(reply["clients"]);
   } else if (command == "client") {
-    PrintClient(reply["client"]);
+    chameleon::ctl::PrintClient(std::cout, reply["client"]);
   } else if (command == "metrics") {
     std::cout << reply["text"].get<std::string>();
   } else if (command == "disable" || command == "enable") {

@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -56,6 +57,8 @@ struct CandidateResult {
 
 class ClientSession {
  public:
+  /// `options` is the daemon's own: it outlives the session and changes only on the loop thread
+  /// (Daemon::UpdateOptions), after which the daemon calls OptionsChanged().
   ClientSession(ClientIdentity identity, ipc::Segment segment, const DaemonOptions& options,
                 Metrics* metrics, std::uint64_t now_ns);
 
@@ -85,6 +88,11 @@ class ClientSession {
       std::uint32_t* index);
   void InstallCandidate(CandidateResult result);
 
+  /// The daemon's options were updated live (Daemon::UpdateOptions; loop thread): stage and
+  /// stability thresholds apply from the next iteration, policy settings from the next candidate,
+  /// new boundary patterns to a client whose boundary is not known yet. session_options.cc.
+  void OptionsChanged();
+
   /// chameleonctl disable/enable: the shim passes through while disabled.
   void SetDisabled(bool disabled);
   /// Tells the shim the daemon is going away (it keeps its last policy).
@@ -109,10 +117,13 @@ class ClientSession {
   void Describe(bool detailed, nlohmann::json* out) const;
 
  private:
+  /// The applied policy's predicted vs measured iteration time (session_describe.cc).
+  nlohmann::json InForceJson(std::uint64_t applied_generation) const;
   struct Candidate {
     std::uint64_t generation = 0;
     ipc::Policy policy;
-    double measured_s = 0;  // best iteration time measured while it was in force
+    double measured_s = 0;  // best device time of the iterations run entirely under it
+    std::uint32_t samples = 0;
   };
   enum class DetailState : std::uint8_t { kIdle, kRequested, kCollecting, kDone };
 
@@ -120,6 +131,10 @@ class ClientSession {
   bool HandleRecord(const ipc::RecordView& record);
   bool HandleOp(std::uint32_t token, const ipc::RecordView& record);
   void HandleMark(const ipc::IterationMarkRecord& mark);
+  void OnTimedInterval(std::uint64_t interval, double seconds);
+  void CreditLegacy(double seconds);
+  void TimeProfile(double seconds, const char* clock);
+  bool ReadyForCandidate() const;
   void HandleAlloc(const ipc::AllocRecord& alloc, bool detailed);
   void HandleFree(std::uint64_t id, bool detailed);
   void OnIteration(const IterationEvent& event);
@@ -127,7 +142,7 @@ class ClientSession {
   void CheckBoundaryLost();
   void ApplyPatternOverride(std::uint32_t token, const std::string& name);
   void RequestDetail();
-  void FinishDetail(bool with_mark, double iteration_s);
+  void FinishDetail(bool with_mark);
   void Publish(const ipc::Policy* base);
   void CopyCounters();
   std::uint64_t DeviceLimit() const;
@@ -167,10 +182,21 @@ class ClientSession {
   // Iteration time from the shim's IterationMark records.
   std::uint64_t marks_ = 0;
   std::uint64_t last_mark_host_ns_ = 0;
+  std::uint64_t last_mark_iteration_ = 0;
   /// Once the shim has reported one device-timed iteration, host wall time is never used again:
   /// mixing the two would compare a policy's prediction with a measurement in another clock.
   bool device_time_seen_ = false;
   double iteration_s_ = 0;
+  /// Policy generation the shim had in force at its last boundaries (layout 1.1 marks), by
+  /// boundary index modulo the size: an interval is credited to a generation only when it was
+  /// in force at both of its boundaries.
+  static constexpr std::size_t kMarkGenerations = 64;
+  struct MarkGeneration {
+    std::uint64_t boundary = 0;
+    std::uint64_t generation = 0;
+  };
+  std::array<MarkGeneration, kMarkGenerations> mark_generations_{};
+  bool marks_carry_generation_ = false;
 
   // Detailed iteration.
   DetailState detail_ = DetailState::kIdle;
@@ -179,6 +205,15 @@ class ClientSession {
   ProfileBuilder builder_;
   std::shared_ptr<const policy::Profile> profile_;
   bool profile_fresh_ = false;  // recorded since the client last entered GEN_POLICY
+  /// The profile's iteration time is the device time of an iteration after the detailed one
+  /// (detailed mode slows the host, not the device); candidates wait for it.
+  bool profile_timed_ = false;
+  std::uint64_t detail_boundary_ = 0;     // shim boundary that began the detailed iteration
+  std::uint64_t profile_generation_ = 0;  // generation published on entering GEN_POLICY
+  std::uint32_t marks_since_detail_ = 0;
+  std::uint32_t profile_samples_ = 0;  // device-timed intervals seen for the profile
+  double profile_best_s_ = 0;
+  std::string profile_clock_;  // "device" or "host" (no device time from this shim)
 
   // Policies.
   std::uint64_t generation_ = 0;  // last generation published
@@ -191,17 +226,18 @@ class ClientSession {
   bool generation_in_flight_ = false;
   std::string generation_error_;
   std::optional<Candidate> chosen_;
+  std::uint64_t chosen_generation_ = 0;  // the chosen policy's generation republished in STABLE
   bool disabled_ = false;
 
   // Counters copied into metrics (deltas since the last copy).
   std::uint64_t drained_ = 0;
   std::uint64_t ops_ = 0;
   std::uint64_t bad_records_ = 0;
-  std::uint64_t unknown_records_ = 0;
+  std::uint64_t unknown_records_ = 0;  // well-framed records of types this daemon does not know
   struct Copied {
-    std::uint64_t drained, ops, dropped, repaired, iterations, shifts, generations, swap_out,
-        swap_in, stall_ns, prefetch_hits;
+    std::uint64_t drained, ops, dropped, repaired, iterations, shifts, generations;
   } copied_{};
+  ExecutorMetricsCopy executor_copy_;
 };
 
 }  // namespace chameleon::daemon

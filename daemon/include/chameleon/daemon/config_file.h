@@ -20,27 +20,15 @@ namespace chameleon::daemon {
 /// Where the packaged unit points --config.
 inline constexpr const char* kDefaultConfigPath = "/etc/chameleon/chameleond.yaml";
 
-/// Device memory a client's policy must fit in, per CUDA device ordinal. Overrides what the
-/// client reports in HELLO (useful to leave headroom for other tenants of the GPU).
-struct DeviceLimit {
-  std::uint32_t index = 0;        ///< device ordinal as the client process sees it
-  std::uint64_t limit_bytes = 0;  ///< > 0
-};
-
-/// Everything the config file and the flags can set. DaemonOptions is what Daemon consumes
-/// today; the other fields are service settings applied by chameleond's main (log level, socket
-/// group) or waiting for the daemon to accept them (policy base options, device limits).
-/// Plain value type; thread-compatible.
+/// Everything the config file and the flags can set: the Daemon's own options (including the
+/// policy base and the per-device limits) and the two settings chameleond's main applies itself
+/// (log level, socket group). Plain value type; thread-compatible.
 struct ServiceConfig {
   DaemonOptions daemon;
   /// Group that owns the socket; with socket.mode 0660 only its members can connect.
   /// Empty: leave the socket owned by the daemon's primary group.
   std::string socket_group;
   std::string log_level = "info";  ///< trace, debug, info, warn, error, critical, off
-  /// Base of the GEN_POLICY candidates (size weight C, prefetch margin, link model).
-  /// device_limit_bytes is not read from here: see device_limits.
-  policy::GeneratorOptions policy;
-  std::vector<DeviceLimit> device_limits;  ///< unique indices
 };
 
 /// Outcome of loading or validating: `errors` empty means `config` is valid.

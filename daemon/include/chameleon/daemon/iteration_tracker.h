@@ -41,6 +41,14 @@ class IterationTracker {
   /// Feeds one op token; true when it finished an iteration (see last_event()).
   bool Add(std::uint32_t token);
 
+  /// Takes the stability thresholds, gap tolerance and stage m/n of `options` from the next
+  /// iteration on (a live config reload); the signature, counts and stage are kept.
+  void UpdateOptions(const DetectionOptions& options) {
+    thresholds_ = {options.similarity_threshold, options.length_change_threshold};
+    tolerance_ = options.gap_tolerance;
+    machine_.SetThresholds(options.stage_m, options.stage_n);
+  }
+
   const IterationEvent& last_event() const { return last_event_; }
   const std::vector<std::uint32_t>& signature() const { return signature_; }
   Stage stage() const { return machine_.stage(); }

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "chameleon/ipc/segment_layout.h"
+
 namespace chameleon::daemon {
 
 /// Reasons counted in chameleon_daemon_bad_input_total{reason}.
@@ -57,6 +59,34 @@ struct SlotMetrics {
   prometheus::Counter* stall_seconds;
   prometheus::Counter* prefetch_hits;
   prometheus::Gauge* host_pool_bytes;
+  // The executor's detail (SegmentHeader slots 5 and 7, layout 1.1).
+  prometheus::Counter* stalls;
+  prometheus::Counter* prefetch_misses;
+  prometheus::Counter* vmm_calls;
+  prometheus::Gauge* vmm_calls_last_iteration;
+  prometheus::Gauge* swap_out_last_iteration;
+  prometheus::Gauge* swap_in_last_iteration;
+  prometheus::Counter* fault_ins;
+  prometheus::Counter* evictions;
+  prometheus::Counter* policy_ignored;
+  prometheus::Gauge* policy_generation_applied;
+  prometheus::Gauge* device_limit_bytes;
+};
+
+/// Copies one client's executor counters from its segment header into its slot's series, as
+/// deltas: a slot's counters keep growing across the clients that used it, and a value that goes
+/// backwards (a misbehaving client) is ignored rather than trusted. One per client session; not
+/// thread-safe (the loop thread's housekeeping timer calls it).
+class ExecutorMetricsCopy {
+ public:
+  void Update(const ipc::SegmentHeader& header, SlotMetrics& slot);
+
+ private:
+  struct Seen {
+    std::uint64_t swap_out, swap_in, stall_count, stall_ns, prefetch_hits, prefetch_misses,
+        vmm_calls, fault_ins, evictions, policy_ignored;
+  };
+  Seen seen_{};
 };
 
 class Metrics {
@@ -83,6 +113,10 @@ class Metrics {
   template <typename T>
   using Family = prometheus::Family<T>;
 
+  // The executor's families and series (executor_metrics.cc).
+  void RegisterExecutorFamilies();
+  void AddExecutorSeries(std::uint32_t slot, SlotMetrics* m);
+
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Gauge* clients_;
   prometheus::Counter* connections_;
@@ -107,6 +141,16 @@ class Metrics {
   Family<prometheus::Counter>* stall_seconds_;
   Family<prometheus::Counter>* prefetch_hits_;
   Family<prometheus::Gauge>* host_pool_bytes_;
+  Family<prometheus::Counter>* stalls_;
+  Family<prometheus::Counter>* prefetch_misses_;
+  Family<prometheus::Counter>* vmm_calls_;
+  Family<prometheus::Gauge>* vmm_calls_last_iteration_;
+  Family<prometheus::Gauge>* swap_bytes_last_iteration_;
+  Family<prometheus::Counter>* fault_ins_;
+  Family<prometheus::Counter>* evictions_;
+  Family<prometheus::Counter>* policy_ignored_;
+  Family<prometheus::Gauge>* policy_generation_applied_;
+  Family<prometheus::Gauge>* device_limit_bytes_;
   std::map<std::uint32_t, SlotMetrics> slots_;
 };
 

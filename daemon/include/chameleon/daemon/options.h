@@ -1,5 +1,6 @@
 // Every setting of chameleond with its built-in default. The daemon runs with no configuration at
-// all; command-line flags (and, later, the config file of the service packaging) override these.
+// all; the config file and command-line flags (config_file.h, service_flags.h) override these, and
+// Daemon::UpdateOptions applies a new set live (docs/operations.md lists what changes when).
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "chameleon/ipc/constants.h"
+#include "chameleon/policy/options.h"
 
 namespace chameleon::daemon {
 
@@ -34,6 +36,13 @@ struct DetectionOptions {
   std::vector<std::string> boundary_patterns;
 };
 
+/// Device memory a client's policy must fit in, per CUDA device ordinal (the config file's
+/// `devices` list). Leaves headroom for other tenants of the GPU.
+struct DeviceLimit {
+  std::uint32_t index = 0;        ///< device ordinal as the client process sees it
+  std::uint64_t limit_bytes = 0;  ///< > 0
+};
+
 /// Settings of the daemon process.
 struct DaemonOptions {
   std::string socket_path = ipc::kDefaultSocketPath;
@@ -50,6 +59,22 @@ struct DaemonOptions {
   /// Stop on SIGINT/SIGTERM (chameleond sets it; embedded daemons in tests do not).
   bool handle_signals = false;
   DetectionOptions detection;
+  /// Base of every client's GEN_POLICY candidates (size weight C, prefetch margin, link model);
+  /// policy::CandidateConfigs varies C and the margin around it. device_limit_bytes is ignored
+  /// here: each generation takes EffectiveDeviceLimit().
+  policy::GeneratorOptions policy;
+  std::vector<DeviceLimit> device_limits;  ///< unique indices (the config reader checks)
 };
+
+/// The configured limit for device `ordinal`, or 0 when `options` has none for it.
+std::uint64_t ConfiguredDeviceLimit(const DaemonOptions& options, std::int64_t ordinal);
+
+/// Device memory a client's policy is generated for. The smaller of the two limits that are set
+/// wins, so neither the operator (config `devices`) nor the job (CHAMELEON_DEVICE_LIMIT, which the
+/// shim publishes in SegmentHeader::device_limit_bytes) can be overridden into using more memory
+/// than it allowed; a configured limit is also capped at the device's total memory. With neither
+/// set, the device's total memory from HELLO. 0 means unknown (no policy can be generated).
+std::uint64_t EffectiveDeviceLimit(std::uint64_t configured, std::uint64_t client,
+                                   std::uint64_t total_memory);
 
 }  // namespace chameleon::daemon

@@ -42,7 +42,8 @@ struct ReloadResult {
   std::vector<std::string> errors;   ///< why it was rejected (one line each)
   std::vector<std::string> changed;  ///< key paths whose value changed ("detection.stage_m")
   /// Changed keys that only take effect on restart (socket.*, metrics.listen, clients.max):
-  /// the running daemon keeps their old values; main logs them as a warning.
+  /// `config` keeps their running values; the supervisor logs each once as a warning. Every
+  /// other key is applied live (Daemon::UpdateOptions).
   std::vector<std::string> needs_restart;
 };
 

@@ -37,6 +37,12 @@ class StageMachine {
   /// Feeds the outcome of one comparison of adjacent iterations.
   StageStep Step(bool stable);
 
+  /// New thresholds from the next step on (a live config reload); stage and counter are kept.
+  void SetThresholds(int m, int n) {
+    m_ = m;
+    n_ = n;
+  }
+
   Stage stage() const { return stage_; }
   int stable_steps() const { return stable_steps_; }
   std::uint64_t shifts() const { return shifts_; }
