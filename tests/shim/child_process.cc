@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 namespace shim_test {
 namespace {
@@ -149,6 +151,38 @@ int RunToCompletion(const std::vector<std::string>& argv,
     out->push_back(line);
   }
   return child.Wait(static_cast<int>(std::max(1LL, deadline - NowMs())));
+}
+
+CapturedRun RunCapturingStderr(const std::vector<std::string>& argv,
+                               const std::map<std::string, std::string>& env, int timeout_ms) {
+  CapturedRun r;
+  char path[] = "/tmp/chameleon_test_stderr_XXXXXX";
+  const int fd = ::mkstemp(path);
+  if (fd < 0) return r;
+  ::close(fd);
+  std::vector<std::string> sh = {"/bin/sh", "-c", std::string("exec \"$0\" \"$@\" 2>") + path};
+  sh.insert(sh.end(), argv.begin(), argv.end());
+  r.status = RunToCompletion(sh, env, &r.out, timeout_ms);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  r.err = text.str();
+  ::unlink(path);
+  return r;
+}
+
+std::vector<std::string> TrainerResults(const std::vector<std::string>& lines) {
+  std::vector<std::string> out;
+  for (std::string l : lines) {
+    if (l.rfind("step ", 0) == 0) {
+      const auto t = l.find(" time ");
+      if (t != std::string::npos) l.erase(t);
+      out.push_back(l);
+    } else if (l.rfind("peak ", 0) == 0 || l.rfind("checksum ", 0) == 0) {
+      out.push_back(l);
+    }
+  }
+  return out;
 }
 
 }  // namespace shim_test

@@ -44,4 +44,19 @@ int RunToCompletion(const std::vector<std::string>& argv,
                     const std::map<std::string, std::string>& env, std::vector<std::string>* out,
                     int timeout_ms);
 
+/// Exit status, stdout lines and stderr text of a program run to completion.
+struct CapturedRun {
+  int status = -1;
+  std::vector<std::string> out;
+  std::string err;
+};
+/// RunToCompletion with stderr captured too (through a temporary file, so a chatty stderr can
+/// never block the child).
+CapturedRun RunCapturingStderr(const std::vector<std::string>& argv,
+                               const std::map<std::string, std::string>& env, int timeout_ms);
+
+/// The trainer's lines that must match bit for bit between runs: step losses (without the
+/// simulated time, which swapping changes), `peak` and `checksum`.
+std::vector<std::string> TrainerResults(const std::vector<std::string>& lines);
+
 }  // namespace shim_test

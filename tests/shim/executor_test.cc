@@ -29,29 +29,11 @@ namespace {
 const std::vector<std::string> kShape = {"--layers", "4",   "--hidden", "64",
                                          "--seq",    "256", "--batch",  "32"};
 
-struct Result {
-  int status = -1;
-  std::vector<std::string> out;
-  std::string err;
-};
+using Result = shim_test::CapturedRun;
 
-/// Runs `argv` with `env`, capturing stdout lines and stderr text.
 Result RunCaptured(const std::vector<std::string>& argv,
                    const std::map<std::string, std::string>& env) {
-  char path[] = "/tmp/chameleon_exec_stderr_XXXXXX";
-  const int fd = ::mkstemp(path);
-  EXPECT_GE(fd, 0);
-  ::close(fd);
-  std::vector<std::string> sh = {"/bin/sh", "-c", std::string("exec \"$0\" \"$@\" 2>") + path};
-  sh.insert(sh.end(), argv.begin(), argv.end());
-  Result r;
-  r.status = RunToCompletion(sh, env, &r.out, 120000);
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  r.err = text.str();
-  ::unlink(path);
-  return r;
+  return shim_test::RunCapturingStderr(argv, env, 120000);
 }
 
 std::vector<std::string> TrainerArgs(const std::string& style, int steps) {
@@ -62,21 +44,6 @@ std::vector<std::string> TrainerArgs(const std::string& style, int steps) {
     argv.push_back(a);
   }
   return argv;
-}
-
-/// The lines that must match bit for bit: losses (without the simulated time), peak, checksum.
-std::vector<std::string> Results(const std::vector<std::string>& lines) {
-  std::vector<std::string> out;
-  for (std::string l : lines) {
-    if (l.rfind("step ", 0) == 0) {
-      const auto t = l.find(" time ");
-      if (t != std::string::npos) l.erase(t);
-      out.push_back(l);
-    } else if (l.rfind("peak ", 0) == 0 || l.rfind("checksum ", 0) == 0) {
-      out.push_back(l);
-    }
-  }
-  return out;
 }
 
 std::uint64_t Field(const std::string& text, const std::string& key) {
@@ -147,7 +114,7 @@ TEST_P(ExecutorTrainerTest, UnderTheLimitResultsAreIdentical) {
     return;
   }
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(Results(r.out), Results(reference_.out));
+  EXPECT_EQ(shim_test::TrainerResults(r.out), shim_test::TrainerResults(reference_.out));
   const std::uint64_t high = Field(r.err, "high-water ");
   ASSERT_NE(high, UINT64_MAX) << r.err;
   EXPECT_LE(high, quarter_);
@@ -202,8 +169,8 @@ TEST(ExecutorDaemonTest, PoliciesFromTheDaemonReplaceSafetyNetFaults) {
 
   ASSERT_EQ(policy.status, 0) << policy.err;
   ASSERT_EQ(off.status, 0) << off.err;
-  EXPECT_EQ(Results(policy.out), Results(reference.out));
-  EXPECT_EQ(Results(off.out), Results(reference.out));
+  EXPECT_EQ(shim_test::TrainerResults(policy.out), shim_test::TrainerResults(reference.out));
+  EXPECT_EQ(shim_test::TrainerResults(off.out), shim_test::TrainerResults(reference.out));
   EXPECT_LE(Field(policy.err, "high-water "), quarter);
   // Policy-driven: a generation was in force, its swap-ins had consumers (hits or misses are
   // counted only by policy waits), and the safety net had less to do than without it.

@@ -9,10 +9,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <map>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -37,41 +35,10 @@ const std::vector<std::string> kArgs = {CHAMELEON_TRAIN_SIM,
                                         "2",
                                         "--pointer-table"};
 
-struct Result {
-  int status = -1;
-  std::vector<std::string> out;
-  std::string err;
-};
+using Result = shim_test::CapturedRun;
 
 Result RunCaptured(const std::map<std::string, std::string>& env) {
-  char path[] = "/tmp/chameleon_ptrtable_stderr_XXXXXX";
-  const int fd = ::mkstemp(path);
-  EXPECT_GE(fd, 0);
-  ::close(fd);
-  std::vector<std::string> sh = {"/bin/sh", "-c", std::string("exec \"$0\" \"$@\" 2>") + path};
-  sh.insert(sh.end(), kArgs.begin(), kArgs.end());
-  Result r;
-  r.status = RunToCompletion(sh, env, &r.out, 120000);
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  r.err = text.str();
-  ::unlink(path);
-  return r;
-}
-
-/// Losses (without the simulated time), peak and checksum: what must match bit for bit.
-std::vector<std::string> Results(const std::vector<std::string>& lines) {
-  std::vector<std::string> out;
-  for (std::string l : lines) {
-    if (l.rfind("step ", 0) == 0) {
-      if (const auto t = l.find(" time "); t != std::string::npos) l.erase(t);
-      out.push_back(l);
-    } else if (l.rfind("peak ", 0) == 0 || l.rfind("checksum ", 0) == 0) {
-      out.push_back(l);
-    }
-  }
-  return out;
+  return shim_test::RunCapturingStderr(kArgs, env, 120000);
 }
 
 std::uint64_t PeakOf(const Result& r) {
@@ -99,7 +66,7 @@ TEST(PointerTableTrainTest, ScannedTablesKeepResultsIdenticalAndWithoutTheScanTh
 
   const Result scanned = RunCaptured(LimitEnv(limit, true));
   ASSERT_EQ(scanned.status, 0) << scanned.err;
-  EXPECT_EQ(Results(scanned.out), Results(reference.out));
+  EXPECT_EQ(shim_test::TrainerResults(scanned.out), shim_test::TrainerResults(reference.out));
   EXPECT_NE(scanned.err.find("pointer-table scan 1:"), std::string::npos) << scanned.err;
   // Scans before the table exists find nothing; a later one pins the weights it names.
   EXPECT_TRUE(std::regex_search(scanned.err, std::regex(" [1-9][0-9]* targets pinned")))
@@ -108,7 +75,8 @@ TEST(PointerTableTrainTest, ScannedTablesKeepResultsIdenticalAndWithoutTheScanTh
 
   const Result off = RunCaptured(LimitEnv(limit, false));
   EXPECT_EQ(off.err.find("pointer-table scan"), std::string::npos);
-  EXPECT_TRUE(off.status != 0 || Results(off.out) != Results(reference.out))
+  EXPECT_TRUE(off.status != 0 ||
+              shim_test::TrainerResults(off.out) != shim_test::TrainerResults(reference.out))
       << "without the scan the run should have read an evicted weight through the table";
 }
 
