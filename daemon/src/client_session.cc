@@ -364,7 +364,12 @@ void ClientSession::HandleMark(const ipc::IterationMarkRecord& mark) {
 }
 
 void ClientSession::Finish(std::uint64_t now_ns) {
-  Drain(now_ns);
+  // The client is gone: read everything it left, not just one batch (bounded: a ring holds a
+  // finite number of records, and nobody writes any more).
+  for (int batch = 0; batch < 4096; ++batch) {
+    const std::uint64_t before = drained_;
+    if (Drain(now_ns) != Health::kOk || drained_ == before) break;
+  }
   CopyCounters();
 }
 

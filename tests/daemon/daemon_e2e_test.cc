@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <regex>
@@ -130,9 +131,15 @@ TEST_F(TrainerTest, ReachesStableWithinMPlusNPlusThreeWithTheTrainersStepLength)
   const auto d = RunToEnd({"--steps", "60"}, &text);
   const std::uint64_t ops_60 = OpsTotal() - ops_20;
   ASSERT_GT(ops_60, ops_20);
-  // Ground truth from the trainer's own op stream: the same program, 40 more steps.
-  const std::uint64_t ops_per_step = (ops_60 - ops_20) / 40;
-  ASSERT_EQ((ops_60 - ops_20) % 40, 0u);
+  // Ground truth from the trainer's own op stream: the same program, 40 more steps. Ops issued
+  // before the shim has attached are not recorded (the attach runs on the shim's client thread,
+  // so under load a run can miss its first op or two): a few ops of slack, far below one step.
+  const std::uint64_t ops_per_step = (ops_60 - ops_20 + 20) / 40;
+  ASSERT_GT(ops_per_step, 8u);
+  ASSERT_LE(std::llabs(static_cast<long long>(ops_60 - ops_20) -
+                       static_cast<long long>(40 * ops_per_step)),
+            4)
+      << ops_20 << " ops in 20 steps, " << ops_60 << " in 60";
   ASSERT_TRUE(d.is_object());
   EXPECT_EQ(d["iteration_ops"].get<std::uint64_t>(), ops_per_step) << d.dump(2);
   const int limit = options_.detection.stage_m + options_.detection.stage_n + 3;
