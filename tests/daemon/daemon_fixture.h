@@ -15,6 +15,7 @@
 #include "chameleon/daemon/daemon.h"
 #include "fake_client.h"
 #include "synthetic_stream.h"
+#include "wait_for.h"
 
 namespace chameleon::daemon::testing {
 
@@ -60,14 +61,9 @@ class DaemonTest : public ::testing::Test {
     return Control({{"command", "status"}})["daemon"]["bad_input"][reason].get<std::uint64_t>();
   }
 
-  /// Polls `done` until it holds or the deadline passes (the daemon runs on its own thread).
+  /// Polls `done` until it holds or the deadline passes (wait_for.h).
   static bool WaitFor(const std::function<bool()>& done, int timeout_ms = 10000) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (done()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    return done();
+    return daemon_test::WaitFor(done, timeout_ms);
   }
   /// Waits until the daemon has drained everything `client` pushed.
   bool WaitDrained(FakeClient& client) {

@@ -20,6 +20,7 @@
 
 #include "chameleon/daemon/control_client.h"
 #include "swap_e2e_util.h"
+#include "wait_for.h"
 
 #ifndef CHAMELEON_E2E_SHIM
 #define CHAMELEON_E2E_SHIM ""
@@ -107,14 +108,9 @@ class SwapE2ETest : public ::testing::Test {
     return nullptr;
   }
 
-  /// Polls `done` every 5 ms until it holds or the deadline passes (cross-process waits).
+  /// Polls `done` until it holds or the deadline passes (wait_for.h).
   static bool WaitFor(const std::function<bool()>& done, int timeout_ms = 10000) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (done()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return done();
+    return daemon_test::WaitFor(done, timeout_ms);
   }
 
   /// Environment of an unlimited run: simgpu's default 80 GiB device, no shim.
