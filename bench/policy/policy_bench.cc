@@ -34,9 +34,16 @@ std::uint64_t Peak(const Profile& p) {
   return *std::max_element(mem.begin(), mem.end());
 }
 
-void RunGenerate(benchmark::State& state, const Profile& p, std::uint64_t divisor) {
+// executor: the options the daemon uses for the shim's executor (2 MiB chunks, memory accounted
+// when transfers are issued, redundant swaps pruned).
+void RunGenerate(benchmark::State& state, const Profile& p, std::uint64_t divisor,
+                 bool executor = false) {
   GeneratorOptions o;
   o.device_limit_bytes = Peak(p) / divisor;
+  if (executor) {
+    o.chunk_bytes = 2ull << 20;
+    o.release_at_issue = true;
+  }
   std::size_t swaps = 0;
   bool ok = false;
   double stall = 0;
@@ -58,6 +65,11 @@ void BM_Generate_Synthetic(benchmark::State& state) {
   RunGenerate(state, Synthetic(static_cast<std::uint32_t>(state.range(0))), 2);
 }
 BENCHMARK(BM_Generate_Synthetic)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond);
+
+void BM_Generate_Synthetic_Executor(benchmark::State& state) {
+  RunGenerate(state, Synthetic(static_cast<std::uint32_t>(state.range(0))), 2, true);
+}
+BENCHMARK(BM_Generate_Synthetic_Executor)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond);
 
 void BM_Baseline_Replay(benchmark::State& state) {
   const Profile& p = Synthetic(static_cast<std::uint32_t>(state.range(0)));
@@ -90,6 +102,11 @@ void BM_Generate_ResNet(benchmark::State& state) {
   RunGenerate(state, ResNet(), static_cast<std::uint64_t>(state.range(0)));
 }
 BENCHMARK(BM_Generate_ResNet)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond);
+
+void BM_Generate_ResNet_Executor(benchmark::State& state) {
+  RunGenerate(state, ResNet(), static_cast<std::uint64_t>(state.range(0)), true);
+}
+BENCHMARK(BM_Generate_ResNet_Executor)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond);
 
 void BM_Baseline_Replay_ResNet(benchmark::State& state) {
   for (auto _ : state) {

@@ -29,7 +29,8 @@ bool Better(const Candidate& a, const Candidate& b) {
 // to its first use in the next iteration. That gap is written in the coordinates of two
 // iterations back to back: next_use_op = first use + ops.
 void AddWrapped(const ProfileTensor& tensor, std::size_t t, const LayerGrid& grid,
-                const std::vector<std::uint32_t>& mre_prefix, std::vector<Candidate>* out) {
+                const std::vector<std::uint32_t>& mre_prefix, std::uint64_t device_bytes,
+                std::vector<Candidate>* out) {
   if (tensor.alloc_op >= 0 || tensor.free_op >= 0 || tensor.uses.empty()) return;
   const auto ops = static_cast<std::uint32_t>(grid.layer_of_op.size());
   const auto layers = static_cast<std::uint32_t>(grid.layers.size());
@@ -38,7 +39,8 @@ void AddWrapped(const ProfileTensor& tensor, std::size_t t, const LayerGrid& gri
   if (grid.layer_of_op[first] + layers < grid.layer_of_op[last] + 2) return;
   const std::uint32_t mres = (mre_prefix[ops] - mre_prefix[last + 1]) + mre_prefix[first];
   if (mres == 0) return;
-  out->push_back({static_cast<std::uint32_t>(t), last, first + ops, tensor.bytes, mres, 0});
+  out->push_back(
+      {static_cast<std::uint32_t>(t), last, first + ops, tensor.bytes, mres, 0, device_bytes});
 }
 
 }  // namespace
@@ -52,6 +54,8 @@ std::vector<Candidate> FindCandidates(const Profile& profile, const LayerGrid& g
     if (!tensor.swappable || tensor.bytes == 0 || tensor.bytes < options.min_swap_bytes) {
       continue;
     }
+    const std::uint64_t device_bytes =
+        DeviceBytes(tensor, options.chunk_bytes, options.min_swap_bytes);
     for (std::size_t k = 1; k < tensor.uses.size(); ++k) {
       const std::uint32_t last = tensor.uses[k - 1];
       const std::uint32_t next = tensor.uses[k];
@@ -60,9 +64,10 @@ std::vector<Candidate> FindCandidates(const Profile& profile, const LayerGrid& g
       if (grid.layer_of_op[next] < grid.layer_of_op[last] + 2) continue;
       const std::uint32_t mres = mre_prefix[next] - mre_prefix[last + 1];
       if (mres == 0) continue;
-      candidates.push_back({static_cast<std::uint32_t>(t), last, next, tensor.bytes, mres, 0});
+      candidates.push_back(
+          {static_cast<std::uint32_t>(t), last, next, tensor.bytes, mres, 0, device_bytes});
     }
-    if (options.cross_iteration) AddWrapped(tensor, t, grid, mre_prefix, &candidates);
+    if (options.cross_iteration) AddWrapped(tensor, t, grid, mre_prefix, device_bytes, &candidates);
   }
   Score(&candidates, options.size_weight);
   std::sort(candidates.begin(), candidates.end(), Better);

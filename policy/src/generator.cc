@@ -23,6 +23,10 @@ std::string CheckOptions(const GeneratorOptions& o) {
   if (!(o.prefetch_margin >= 0) || !std::isfinite(o.prefetch_margin)) {
     return "prefetch_margin must be >= 0";
   }
+  // Rounding adds at most chunk_bytes per tensor: with <= 2^31 tensors and sizes <= 2^62 the
+  // memory arithmetic stays inside signed 64 bits.
+  if (o.chunk_bytes > (1ull << 30)) return "chunk_bytes beyond 1 GiB";
+  if (o.reserve_bytes >= o.device_limit_bytes) return "reserve_bytes must be below the limit";
   return {};
 }
 
@@ -41,7 +45,7 @@ std::vector<std::uint64_t> MemoryAfter(const std::vector<std::uint64_t>& before,
     diff[end] += bytes;
   };
   for (const PlannedSwap& s : swaps) {
-    const auto bytes = static_cast<std::int64_t>(s.bytes);
+    const auto bytes = static_cast<std::int64_t>(s.device_bytes != 0 ? s.device_bytes : s.bytes);
     // [free_from, in_start) in the coordinates of two iterations, folded onto one.
     if (s.in_start_op <= n) {
       off(s.free_from_op, s.in_start_op, bytes);
@@ -104,16 +108,20 @@ GenerateResult GeneratePlan(const Profile& profile, const GeneratorOptions& opti
   GenerateResult result;
   Plan& plan = result.plan;
   plan.device_limit_bytes = options.device_limit_bytes;
+  // Everything below plans against the limit minus the reserve.
+  GeneratorOptions planning = options;
+  planning.device_limit_bytes = options.device_limit_bytes - options.reserve_bytes;
+  plan.planning_limit_bytes = planning.device_limit_bytes;
   plan.iteration_s = profile.iteration_s;
   plan.phases = DetectPhases(profile);
   plan.grid = BuildLayers(plan.phases, profile.iteration_s, LayersPerPhase(profile, options));
-  plan.memory_before = ReplayMemory(profile);
+  plan.memory_before = ReplayMemory(profile, options.chunk_bytes, options.min_swap_bytes);
   plan.peak_before_bytes = *std::max_element(plan.memory_before.begin(), plan.memory_before.end());
 
   const std::size_t n = profile.ops.size();
   std::vector<std::int64_t> excess(n);
   std::vector<std::uint32_t> mre_prefix(n + 1, 0);
-  const auto limit = static_cast<std::int64_t>(options.device_limit_bytes);
+  const auto limit = static_cast<std::int64_t>(planning.device_limit_bytes);
   for (std::size_t i = 0; i < n; ++i) {
     excess[i] = static_cast<std::int64_t>(plan.memory_before[i]) - limit;
     mre_prefix[i + 1] = mre_prefix[i] + (excess[i] > 0 ? 1 : 0);
@@ -121,14 +129,14 @@ GenerateResult GeneratePlan(const Profile& profile, const GeneratorOptions& opti
   detail::SearchOutcome best;
   best.max_excess = static_cast<std::int64_t>(plan.peak_before_bytes) - limit;
   if (best.max_excess > 0) {
-    best = detail::SearchSwaps(FindCandidates(profile, plan.grid, mre_prefix, options), plan.grid,
-                               excess, options);
+    best = detail::SearchSwaps(FindCandidates(profile, plan.grid, mre_prefix, planning), plan.grid,
+                               excess, planning);
   }
   plan.swaps = std::move(best.swaps);
   Summarise(&plan);
   if (best.max_excess > 0) {
     result.status = GenerateStatus::kInfeasible;
-    result.infeasibility = detail::ExplainInfeasibility(profile, plan, options);
+    result.infeasibility = detail::ExplainInfeasibility(profile, plan, planning);
     result.message = detail::InfeasibilityMessage(profile, result.infeasibility);
     plan.swaps.clear();  // never hand out a plan that does not fit
     Summarise(&plan);

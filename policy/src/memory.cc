@@ -1,6 +1,7 @@
 #include "chameleon/policy/memory.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 namespace chameleon::policy {
@@ -59,18 +60,34 @@ std::string ValidateProfile(const Profile& profile) {
   return {};
 }
 
-std::vector<std::uint64_t> ReplayMemory(const Profile& profile) {
+std::uint64_t DeviceBytes(const ProfileTensor& tensor, std::uint64_t chunk_bytes,
+                          std::uint64_t min_bytes) {
+  if (chunk_bytes == 0 || !tensor.swappable || tensor.bytes < min_bytes ||
+      tensor.bytes % chunk_bytes == 0) {
+    return tensor.bytes;
+  }
+  const std::uint64_t pad = chunk_bytes - tensor.bytes % chunk_bytes;
+  // ValidateProfile caps sizes at 2^62, so this only guards unvalidated callers.
+  return tensor.bytes > UINT64_MAX - pad ? UINT64_MAX : tensor.bytes + pad;
+}
+
+std::vector<std::uint64_t> ReplayMemory(const Profile& profile) { return ReplayMemory(profile, 0); }
+
+std::vector<std::uint64_t> ReplayMemory(const Profile& profile, std::uint64_t chunk_bytes,
+                                        std::uint64_t min_bytes) {
   const std::size_t n = profile.ops.size();
-  // Difference arrays: `during` counts a tensor at alloc_op..free_op, `after` at
-  // alloc_op..free_op-1 (after its free op it is gone).
+  // Difference arrays: `during` counts a tensor's device bytes at alloc_op..free_op, `after` its
+  // own bytes at alloc_op..free_op-1 (after its free op it is gone), to be compared with
+  // bytes_live_after, which counts requested sizes.
   std::vector<std::int64_t> during(n + 1, 0);
   std::vector<std::int64_t> after(n + 1, 0);
   for (const ProfileTensor& t : profile.tensors) {
     const auto bytes = static_cast<std::int64_t>(t.bytes);
+    const auto device = static_cast<std::int64_t>(DeviceBytes(t, chunk_bytes, min_bytes));
     const std::size_t begin = t.alloc_op < 0 ? 0 : static_cast<std::size_t>(t.alloc_op);
     const std::size_t free_op = t.free_op < 0 ? n : static_cast<std::size_t>(t.free_op);
-    during[begin] += bytes;
-    during[std::min(free_op + 1, n)] -= bytes;
+    during[begin] += device;
+    during[std::min(free_op + 1, n)] -= device;
     after[begin] += bytes;
     after[free_op] -= bytes;
   }

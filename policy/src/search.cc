@@ -45,6 +45,51 @@ struct Ordered {
   std::vector<std::uint32_t> small_first;  ///< indices into by_score, ascending bytes
 };
 
+// Greedy placement can leave swaps that later ones made redundant (a short gap placed first,
+// then a long gap covering the same ops). Each byte moved costs link time in both directions,
+// which a transfer-bound iteration pays in full: drop every swap the plan still fits without,
+// shortest relief first (the least useful), larger first among equals (saves the most).
+// `simulator` holds exactly the outcome's swaps. O(swaps · (log swaps + log ops)).
+void Prune(SwapSimulator* simulator, SearchOutcome* outcome) {
+  std::vector<std::uint32_t> order(outcome->swaps.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto length = [&](std::uint32_t i) {
+    return outcome->swaps[i].in_start_op - outcome->swaps[i].free_from_op;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    if (length(a) != length(b)) return length(a) < length(b);
+    return outcome->swaps[a].bytes > outcome->swaps[b].bytes;
+  });
+  std::vector<bool> keep(order.size(), true);
+  for (std::uint32_t i : order) {
+    const PlannedSwap& undo = outcome->swaps[i];
+    simulator->Remove(undo);
+    if (simulator->Fits()) {
+      keep[i] = false;
+      continue;
+    }
+    simulator->Reapply(undo);  // needed after all
+  }
+  SearchOutcome kept;
+  kept.max_excess = outcome->max_excess;
+  for (std::size_t i = 0; i < keep.size(); ++i) {
+    if (!keep[i]) continue;
+    kept.stall += outcome->swaps[i].stall_s;
+    kept.swaps.push_back(outcome->swaps[i]);
+    kept.candidates.push_back(outcome->candidates[i]);
+  }
+  *outcome = std::move(kept);
+}
+
+// Once, on the winner: its swaps back on a simulator over the same tree, then pruned.
+void PruneWinner(const LayerGrid& grid, ExcessTree* tree, const GeneratorOptions& options,
+                 SearchOutcome* best) {
+  if (best->max_excess > 0) return;
+  SwapSimulator simulator(grid, tree, options);
+  for (const PlannedSwap& swap : best->swaps) simulator.Reapply(swap);
+  Prune(&simulator, best);
+}
+
 // `excluded` candidates are never placed (the refinement's drop-one moves).
 SearchOutcome Run(const Strategy& strategy, const Ordered& candidates, const LayerGrid& grid,
                   ExcessTree* excess, const GeneratorOptions& options,
@@ -100,7 +145,7 @@ SearchOutcome SearchSwaps(const std::vector<Candidate>& by_score, const LayerGri
   for (std::size_t s = 0; s < kStrategies.size(); ++s) {
     SearchOutcome outcome = Run(kStrategies[s], candidates, grid, &tree, options, excluded);
     if (s == 0 || Better(outcome, best)) best = std::move(outcome), best_strategy = s;
-    if (best.max_excess <= 0 && best.stall == 0) return best;  // fits, nothing to win
+    if (best.max_excess <= 0 && best.stall == 0) break;  // fits, nothing to win
   }
   std::vector<bool> tried(by_score.size(), false);
   for (std::size_t move = 0; move < kRefineMoves && best.max_excess <= 0 && best.stall > 0;
@@ -124,6 +169,7 @@ SearchOutcome SearchSwaps(const std::vector<Candidate>& by_score, const LayerGri
       excluded = std::move(without);
     }
   }
+  if (options.release_at_issue) PruneWinner(grid, &tree, options, &best);
   return best;
 }
 

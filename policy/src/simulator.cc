@@ -17,7 +17,8 @@ SwapSimulator::SwapSimulator(const LayerGrid& grid, ExcessTree* excess,
       layers_(static_cast<std::uint32_t>(grid.layers.size())),
       excess_(excess),
       bandwidth_(options.host_bandwidth_bytes_per_s * options.link_efficiency),
-      margin_(options.prefetch_margin) {
+      margin_(options.prefetch_margin),
+      release_at_issue_(options.release_at_issue) {
   out_left_.reserve(grid.layers.size());
   for (const LogicalLayer& layer : grid.layers) out_left_.push_back(layer.time_s);
   if (options.full_duplex) {
@@ -62,19 +63,31 @@ std::int64_t SwapSimulator::LastOver(std::uint32_t first, std::uint32_t last) co
 
 SwapSimulator::~SwapSimulator() {
   for (auto it = reliefs_.rbegin(); it != reliefs_.rend(); ++it) {
-    const auto delta = static_cast<std::int64_t>(it->bytes);
-    excess_->Add(it->first, it->last, delta);
+    excess_->Add(it->first, it->last, -it->delta);
   }
 }
 
-void SwapSimulator::Relieve(std::uint32_t first, std::uint32_t last, std::uint64_t bytes) {
-  const auto delta = -static_cast<std::int64_t>(bytes);
+void SwapSimulator::Shift(std::uint32_t first, std::uint32_t last, std::int64_t delta) {
   const auto add = [&](std::uint32_t a, std::uint32_t b) {
     excess_->Add(a, b, delta);
-    reliefs_.push_back({a, b, bytes});
+    reliefs_.push_back({a, b, delta});
   };
   if (first < ops_) add(first, std::min(last, ops_ - 1));
   if (last >= ops_) add(first >= ops_ ? first - ops_ : 0, last - ops_);
+}
+
+void SwapSimulator::Relieve(std::uint32_t first, std::uint32_t last, std::uint64_t bytes) {
+  Shift(first, last, -static_cast<std::int64_t>(bytes));
+}
+
+void SwapSimulator::Remove(const PlannedSwap& swap) {
+  const std::uint64_t bytes = swap.device_bytes != 0 ? swap.device_bytes : swap.bytes;
+  Shift(swap.free_from_op, swap.in_start_op - 1, static_cast<std::int64_t>(bytes));
+}
+
+void SwapSimulator::Reapply(const PlannedSwap& swap) {
+  const std::uint64_t bytes = swap.device_bytes != 0 ? swap.device_bytes : swap.bytes;
+  Shift(swap.free_from_op, swap.in_start_op - 1, -static_cast<std::int64_t>(bytes));
 }
 
 std::optional<std::uint32_t> SwapSimulator::PlanOut(double need, std::uint32_t first,
@@ -146,6 +159,7 @@ std::uint32_t SwapSimulator::PlanIn(double need, double transfer, std::uint32_t 
 
 std::optional<PlannedSwap> SwapSimulator::Place(const Candidate& c, OutMode mode,
                                                 bool hidden_only) {
+  if (release_at_issue_) return PlaceAtIssue(c, mode, hidden_only);
   const std::uint32_t use_layer = LayerOf(c.next_use_op);
   const double transfer = static_cast<double>(c.bytes) / bandwidth_;
   std::uint32_t free_from = 0;
@@ -173,10 +187,18 @@ std::optional<PlannedSwap> SwapSimulator::Place(const Candidate& c, OutMode mode
     return std::nullopt;
   }
   for (const Take& t : in_takes_) InLeft(t.layer) -= t.seconds;
-  Relieve(free_from, in_start - 1, c.bytes);
+  return Commit(c, free_from, in_start, transfer, out_stall, in_stall);
+}
+
+PlannedSwap SwapSimulator::Commit(const Candidate& c, std::uint32_t free_from,
+                                  std::uint32_t in_start, double transfer, double out_stall,
+                                  double in_stall) {
+  const std::uint64_t device_bytes = c.device_bytes != 0 ? c.device_bytes : c.bytes;
+  Relieve(free_from, in_start - 1, device_bytes);
   PlannedSwap swap;
   swap.tensor = c.tensor;
   swap.bytes = c.bytes;
+  swap.device_bytes = device_bytes;
   swap.out_after_op = c.last_use_op;
   swap.free_from_op = free_from;
   swap.in_start_op = in_start;
@@ -186,6 +208,59 @@ std::optional<PlannedSwap> SwapSimulator::Place(const Candidate& c, OutMode mode
   swap.stall_s = out_stall + in_stall;
   swap.score = c.score;
   return swap;
+}
+
+double SwapSimulator::TakeForward(double need, std::uint32_t first, std::uint32_t last,
+                                  std::vector<Take>* takes) {
+  takes->clear();
+  double found = 0;
+  for (std::uint32_t l = first; l <= last && first <= last && need - found > kEpsilonS; ++l) {
+    const double take = std::min(InLeft(l), need - found);
+    if (take > kEpsilonS) takes->push_back({l, take});
+    found += take;
+  }
+  return found;
+}
+
+std::optional<PlannedSwap> SwapSimulator::PlaceAtIssue(const Candidate& c, OutMode mode,
+                                                       bool hidden_only) {
+  // The executor releases the memory when the swap-out is issued, right after the last use:
+  // whoever takes it first (the first op over the limit) waits for the copy on the device.
+  const std::uint32_t free_from = c.last_use_op + 1;
+  const std::int64_t first_over = FirstOver(free_from, c.next_use_op - 1);
+  if (first_over < 0) return std::nullopt;  // relieves nothing
+  const auto last_over = static_cast<std::uint32_t>(LastOver(free_from, c.next_use_op - 1));
+  const double transfer = static_cast<double>(c.bytes) / bandwidth_;
+  // Swap-out: link time from the layer after the last use up to the layer before the first op
+  // that needs the memory; what is missing there is that op's wait.
+  const std::uint32_t start_layer = LayerOf(free_from);
+  const std::uint32_t need_layer = LayerOf(static_cast<std::uint32_t>(first_over));
+  double out_stall = transfer;
+  out_takes_.clear();
+  if (need_layer > start_layer) {
+    double missing = 0;
+    PlanOut(transfer, start_layer, need_layer - 1, &out_takes_, &missing);
+    out_stall = missing;
+  }
+  if (mode == OutMode::kStrictOverlap && out_stall > 0) return std::nullopt;
+  // Swap-in: issued as soon as the memory is no longer needed (the op after the last one over
+  // the limit); it has the link from there to the layer before the use.
+  const std::uint32_t in_start = last_over + 1;
+  const std::uint32_t in_layer = LayerOf(in_start);
+  const std::uint32_t use_layer = LayerOf(c.next_use_op);
+  // On a shared link the swap-in must see what the swap-out takes: book that first.
+  for (const Take& t : out_takes_) OutLeft(t.layer) -= t.seconds;
+  double found = 0;
+  in_takes_.clear();
+  if (use_layer > in_layer)
+    found = TakeForward(transfer * (1 + margin_), in_layer, use_layer - 1, &in_takes_);
+  const double in_stall = std::max(0.0, transfer - found);
+  if (hidden_only && out_stall + in_stall > 0) {
+    for (const Take& t : out_takes_) OutLeft(t.layer) += t.seconds;  // roll back
+    return std::nullopt;
+  }
+  for (const Take& t : in_takes_) InLeft(t.layer) -= t.seconds;
+  return Commit(c, free_from, in_start, transfer, out_stall, in_stall);
 }
 
 }  // namespace chameleon::policy::detail

@@ -45,6 +45,11 @@ class SwapSimulator {
   enum class OutMode : std::uint8_t { kStrictOverlap, kOverlapOut, kStalledOut };
   std::optional<PlannedSwap> Place(const Candidate& candidate, OutMode mode,
                                    bool hidden_only = false);
+  /// Puts a placed swap's bytes back on the device (its link time stays booked: conservative
+  /// for the swaps that remain). For dropping swaps the plan turns out not to need.
+  void Remove(const PlannedSwap& swap);
+  /// Relieves a swap's bytes again (undoes Remove, or replays a swap of another run).
+  void Reapply(const PlannedSwap& swap);
 
  private:
   struct Take {
@@ -62,6 +67,15 @@ class SwapSimulator {
   // the seconds it could not find (the stall before the use).
   std::uint32_t PlanIn(double need, double transfer, std::uint32_t floor, std::uint32_t last,
                        std::vector<Take>* takes, double* stall);
+  // GeneratorOptions::release_at_issue: the bytes are off from the op after the last use until
+  // the swap-in is issued, right after the last op over the limit in the gap.
+  std::optional<PlannedSwap> PlaceAtIssue(const Candidate& c, OutMode mode, bool hidden_only);
+  // Link time for `need` seconds from layer `first` forward, at most up to `last`; returns the
+  // seconds found (the takes go to `takes`, not booked yet).
+  double TakeForward(double need, std::uint32_t first, std::uint32_t last,
+                     std::vector<Take>* takes);
+  PlannedSwap Commit(const Candidate& c, std::uint32_t free_from, std::uint32_t in_start,
+                     double transfer, double out_stall, double in_stall);
 
   // Virtual coordinates: a swap across the iteration boundary (a tensor live across iterations,
   // idle from its last use to its first use in the next iteration) runs on a timeline of two
@@ -74,6 +88,7 @@ class SwapSimulator {
   std::int64_t FirstOver(std::uint32_t first, std::uint32_t last) const;
   std::int64_t LastOver(std::uint32_t first, std::uint32_t last) const;
   void Relieve(std::uint32_t first, std::uint32_t last, std::uint64_t bytes);
+  void Shift(std::uint32_t first, std::uint32_t last, std::int64_t delta);
 
   const LayerGrid& grid_;
   std::uint32_t ops_;
@@ -81,11 +96,12 @@ class SwapSimulator {
   ExcessTree* excess_;
   struct Relief {
     std::uint32_t first, last;
-    std::uint64_t bytes;
+    std::int64_t delta;  ///< added to the excess over [first, last]
   };
   std::vector<Relief> reliefs_;  ///< to undo on destruction
   double bandwidth_;
   double margin_;
+  bool release_at_issue_;
   std::vector<double> out_left_;
   std::vector<double> in_storage_;
   std::vector<double>* in_left_;  ///< &in_storage_ (full duplex) or &out_left_ (shared link)

@@ -24,6 +24,8 @@ struct Candidate {
   std::uint64_t bytes = 0;
   std::uint32_t mre_count = 0;  ///< MRL entries strictly inside the gap
   double score = 0;             ///< N̂_MRE + C·Ŝ
+  /// Device bytes a swap frees: `bytes` rounded per GeneratorOptions::chunk_bytes.
+  std::uint64_t device_bytes = 0;
 };
 
 /// All candidates of swappable tensors of at least options.min_swap_bytes whose gap spans at

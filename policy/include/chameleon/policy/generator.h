@@ -38,6 +38,9 @@ struct PlannedSwap {
   /// finish it in time); the rest is spent before use_op waiting for the swap-in.
   double out_stall_s = 0;
   double score = 0;
+  /// Device bytes the swap frees: `bytes` rounded up per GeneratorOptions::chunk_bytes (0 in a
+  /// hand-made PlannedSwap means `bytes`).
+  std::uint64_t device_bytes = 0;
   ipc::Tier tier = ipc::Tier::kHost;
   std::uint16_t helper = 0;
   /// True when the swap crosses the iteration boundary (`ops` = ops in the iteration).
@@ -52,6 +55,8 @@ struct Plan {
   std::vector<std::uint64_t> memory_before;  ///< per op, no swapping
   std::vector<std::uint64_t> memory_after;   ///< per op, with the plan
   std::uint64_t device_limit_bytes = 0;
+  /// device_limit_bytes - GeneratorOptions::reserve_bytes: what memory_after stays within.
+  std::uint64_t planning_limit_bytes = 0;
   std::uint64_t peak_before_bytes = 0;
   std::uint64_t predicted_peak_bytes = 0;
   double iteration_s = 0;

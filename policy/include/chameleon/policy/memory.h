@@ -22,6 +22,19 @@ std::string ValidateProfile(const Profile& profile);
 /// O(ops + tensors). `profile` must be valid.
 std::vector<std::uint64_t> ReplayMemory(const Profile& profile);
 
+/// Device bytes `tensor` occupies in the shim's executor: a swappable tensor of at least
+/// `min_bytes` (the executor serves those through VMM chunks; smaller ones pass through) is
+/// rounded up to a multiple of `chunk_bytes` (GeneratorOptions::chunk_bytes; 0 = no rounding).
+/// Saturates instead of overflowing.
+std::uint64_t DeviceBytes(const ProfileTensor& tensor, std::uint64_t chunk_bytes,
+                          std::uint64_t min_bytes = 0);
+
+/// ReplayMemory with every tensor counted at DeviceBytes(tensor, chunk_bytes, min_bytes).
+/// Untracked bytes are still measured against the tensors' own bytes (bytes_live_after counts
+/// requested sizes).
+std::vector<std::uint64_t> ReplayMemory(const Profile& profile, std::uint64_t chunk_bytes,
+                                        std::uint64_t min_bytes = 0);
+
 /// One entry of the MRL: at `op`, `bytes` must be freed.
 struct MemoryReductionEntry {
   std::uint32_t op = 0;

@@ -33,6 +33,28 @@ struct GeneratorOptions {
   bool cross_iteration = true;
   /// Logical layers per phase; 0 = Profile::layers_hint, or kDefaultLayersPerPhase when that is 0.
   std::uint32_t layers_per_phase = 0;
+
+  // The executor's memory model (docs/policy.md, "Executor memory model"). The defaults describe
+  // an ideal executor; the daemon fills them from what the shim's executor really does, so a plan
+  // that fits here fits there without OOM evictions.
+
+  /// Allocation granularity of the executor: a swappable tensor of at least min_swap_bytes
+  /// occupies its bytes rounded up to a multiple of this on the device, and a swap frees (and a
+  /// swap-in takes) the rounded bytes; copies still move the tensor's own bytes. Other tensors
+  /// (passed through) keep their size. 0 = no rounding.
+  std::uint64_t chunk_bytes = 0;
+  /// Bytes the plan leaves unused below device_limit_bytes, for device memory the profile does
+  /// not show (allocator slack, allocations outside the recorded iteration). Must be below the
+  /// limit.
+  std::uint64_t reserve_bytes = 0;
+  /// Memory is accounted when transfers are *issued*, as the shim's executor does: a swap-out
+  /// releases the tensor's memory right after its last use (whoever takes it waits for the copy
+  /// on the device, a stall when the link is late), and a swap-in takes it when issued. The bytes
+  /// are then off for ops (out_after_op, in_start_op), and every swap-in is issued as early as
+  /// memory allows (right after the last op it must relieve), which a transfer-bound iteration
+  /// needs and an idle link does not mind. false: the bytes leave at the layer after the copy
+  /// completes and the swap-in is placed as late as the link allows (the paper's model).
+  bool release_at_issue = false;
 };
 
 /// Used when neither the options nor the profile say how many layers the model has.
