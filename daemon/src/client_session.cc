@@ -85,6 +85,7 @@ void ClientSession::ApplyPatternOverride(std::uint32_t token, const std::string&
 }
 
 Health ClientSession::Drain(std::uint64_t now_ns) {
+  drain_now_ns_ = now_ns;
   if (!ReadNames()) {
     error_ = "name table corrupt (committed bytes or an entry out of bounds)";
     metrics_->bad_input(BadInput::kNamesCorrupt).Increment();
@@ -104,6 +105,8 @@ Health ClientSession::Drain(std::uint64_t now_ns) {
           "(a newer shim?); counted in records.unknown",
           identity_.id, identity_.pid);
     }
+    // Counted here, not on the housekeeping timer: the ring's count is the daemon's own.
+    slot_metrics_->unknown->Increment(double(ring_.unknown_skipped() - unknown_records_));
     unknown_records_ = ring_.unknown_skipped();
   }
   switch (ring_.last_error()) {
@@ -179,6 +182,19 @@ bool ClientSession::HandleRecord(const ipc::RecordView& record) {
       if (detailed && detail_ == DetailState::kCollecting) builder_.AddMemInfo(info.bytes_live);
       return true;
     }
+    case ipc::RecordType::kPointerTargets: {
+      ipc::PointerTargetsRecord targets{};
+      if (!Load(record, &targets)) break;
+      if (targets.count > ipc::kMaxPointerTargetsPerRecord ||
+          sizeof(targets) + targets.count * 8u > record.payload.size()) {
+        error_ = "pointer-targets record lists more ids than it carries";
+        return false;
+      }
+      std::uint64_t ids[ipc::kMaxPointerTargetsPerRecord];
+      std::memcpy(ids, record.payload.data() + sizeof(targets), targets.count * 8u);
+      HandlePointerTargets(targets.scan, {ids, targets.count});
+      return true;
+    }
     case ipc::RecordType::kSync:
     case ipc::RecordType::kPadding:
       return true;
@@ -219,6 +235,8 @@ bool ClientSession::HandleOp(std::uint32_t token, const ipc::RecordView& record)
   }
   if (tracker_) {
     recent_[recent_count_++ & (kRecentOps - 1)] = token;
+    // A few compares: the hold must be current when this op ends a step.
+    UpdateStageHold(drain_now_ns_);
     if (tracker_->Add(token)) OnIteration(tracker_->last_event());
     CheckBoundaryLost();
   } else if (!pattern_boundary_) {
@@ -377,6 +395,7 @@ Health ClientSession::Housekeep(std::uint64_t now_ns) {
   ipc::SegmentHeader* header = segment_.header();
   header->daemon_heartbeat_ns.store(now_ns, std::memory_order_release);
   CopyCounters();
+  if (tracker_) UpdateStageHold(now_ns);  // a stalled hold lets go even while no op arrives
   if (header->client_exited.load(std::memory_order_acquire) != 0) {
     error_ = "client exited cleanly";
     return Health::kExited;

@@ -72,10 +72,11 @@ void ReadDetection(ConfigReader& r, const YAML::Node& n, ServiceConfig* c) {
 
 void ReadPolicy(ConfigReader& r, const YAML::Node& n, ServiceConfig* c) {
   static constexpr const char* kPath = "policy";
-  if (!n.IsDefined() || !r.CheckMap(n, kPath,
-                                    {"size_weight", "prefetch_margin", "host_bandwidth_bytes_per_s",
-                                     "link_efficiency", "full_duplex", "min_swap_bytes",
-                                     "cross_iteration", "layers_per_phase"})) {
+  if (!n.IsDefined() ||
+      !r.CheckMap(n, kPath,
+                  {"size_weight", "prefetch_margin", "host_bandwidth_bytes_per_s",
+                   "link_efficiency", "full_duplex", "min_swap_bytes", "cross_iteration",
+                   "layers_per_phase", "chunk_bytes", "reserve_bytes"})) {
     return;
   }
   policy::GeneratorOptions& p = c->daemon.policy;
@@ -88,6 +89,8 @@ void ReadPolicy(ConfigReader& r, const YAML::Node& n, ServiceConfig* c) {
   r.Bytes(n, kPath, "min_swap_bytes", 0, &p.min_swap_bytes);
   r.Bool(n, kPath, "cross_iteration", &p.cross_iteration);
   r.Unsigned32(n, kPath, "layers_per_phase", 0, 4096, &p.layers_per_phase);
+  r.Bytes(n, kPath, "chunk_bytes", 0, &p.chunk_bytes);
+  r.Bytes(n, kPath, "reserve_bytes", 0, &p.reserve_bytes);
 }
 
 void ReadDevices(ConfigReader& r, const YAML::Node& n, ServiceConfig* c) {

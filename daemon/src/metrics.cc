@@ -127,6 +127,10 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                    .Name("chameleon_records_repaired_total")
                    .Help("Records left half-written by a dead writer, skipped")
                    .Register(r);
+  unknown_ = &BuildCounter()
+                  .Name("chameleon_records_unknown_total")
+                  .Help("Records of a type this daemon does not know (a newer shim's), skipped")
+                  .Register(r);
   bytes_live_ = &BuildGauge()
                      .Name("chameleon_device_bytes_live")
                      .Help("Device bytes in use by the client")
@@ -170,6 +174,7 @@ SlotMetrics& Metrics::Slot(std::uint32_t slot) {
   m.dropped = &dropped_->Add(labels);
   m.ops = &ops_->Add(labels);
   m.repaired = &repaired_->Add(labels);
+  m.unknown = &unknown_->Add(labels);
   m.bytes_live = &bytes_live_->Add(labels);
   m.bytes_peak = &bytes_peak_->Add(labels);
   m.swap_out = &swap_bytes_->Add({{"client", std::to_string(slot)}, {"direction", "out"}});

@@ -90,6 +90,9 @@ void ClientSession::Describe(bool detailed, nlohmann::json* out) const {
   }
   j["shift_iterations"] = shift_log;
   j["stable_at_iteration"] = tracker_ ? tracker_->first_stable_iteration() : 0;
+  // GEN_POLICY steps beyond stage_n while candidates were measured (docs/detection.md §4).
+  j["stage_hold_steps"] = tracker_ ? tracker_->held_steps() : 0;
+  j["stage_hold"] = stage_hold_;
   j["records"] = {{"drained", drained_},
                   {"ops", ops_},
                   {"written", h->records_written.load(std::memory_order_relaxed)},
@@ -113,6 +116,7 @@ void ClientSession::Describe(bool detailed, nlohmann::json* out) const {
       {"in_force", InForceJson(h->policy_generation_applied.load(std::memory_order_relaxed))},
       {"error", generation_error_},
       {"refused_too_large", publish_refused_}};
+  j["pointer_targets"] = ExclusionsJson();
   j["profile"] = profile_ ? nlohmann::json{{"ops", profile_->ops.size()},
                                            {"tensors", profile_->tensors.size()},
                                            {"iteration_s", profile_->iteration_s},

@@ -10,9 +10,8 @@ namespace {
 
 /// Detailed iterations requested in a row before giving up (each one lost records).
 constexpr std::uint32_t kMaxDetailAttempts = 5;
-/// Device-timed intervals after the detailed one whose best is the profile's iteration time: a
-/// one-off host stall (first use of a resource, a synchronisation) must not become the profile's.
-constexpr std::uint32_t kProfileSamples = 2;
+/// The shim executor's default chunk (CHAMELEON_SWAP_CHUNK_BYTES): 2 MiB, the VMM granularity.
+constexpr std::uint64_t kShimChunkBytes = 2ull << 20;
 
 }  // namespace
 
@@ -47,11 +46,8 @@ void ClientSession::OnStageChange(const StageStep& step) {
     // The profile's iteration time must come from iterations run without the old policy.
     profile_generation_ = generation_;
   } else if (step.after == Stage::kStable) {
-    // The best measured device time wins; with no measurement at all, the first candidate.
-    const Candidate* best = candidates_.empty() ? nullptr : &candidates_.front();
-    for (const Candidate& c : candidates_) {
-      if (c.samples > 0 && (best->samples == 0 || c.measured_s < best->measured_s)) best = &c;
-    }
+    // The best measured device time wins (session_candidates.cc).
+    const Candidate* best = BestCandidate();
     if (best != nullptr) chosen_ = *best;
     Publish(best != nullptr ? &best->policy : nullptr);
     // Iterations under the republished policy keep measuring the chosen one.
@@ -122,53 +118,6 @@ void ClientSession::TimeProfile(double seconds, const char* clock) {
                identity_.pid, seconds, clock);
 }
 
-void ClientSession::OnTimedInterval(std::uint64_t interval, double seconds) {
-  // Credited only to a generation in force at both ends: a candidate installed at boundary k is
-  // judged by intervals k, k + 1, ..., never by one that began under its predecessor.
-  const MarkGeneration& begin = mark_generations_[interval % kMarkGenerations];
-  const MarkGeneration& end = mark_generations_[(interval + 1) % kMarkGenerations];
-  if (begin.boundary != interval || end.boundary != interval + 1 ||
-      begin.generation != end.generation) {
-    return;
-  }
-  const std::uint64_t generation = begin.generation;
-  if (profile_fresh_ && !profile_timed_ && candidates_.empty() && interval > detail_boundary_ &&
-      generation >= profile_generation_) {
-    if (profile_samples_++ == 0 || seconds < profile_best_s_) profile_best_s_ = seconds;
-    if (profile_samples_ >= kProfileSamples) TimeProfile(profile_best_s_, "device");
-  }
-  // The best interval: a policy's own cost (its stalls) recurs in every iteration it runs, a
-  // one-off host stall does not.
-  auto credit = [seconds](Candidate& c) {
-    if (c.samples++ == 0 || seconds < c.measured_s) c.measured_s = seconds;
-  };
-  // Frozen once STABLE chose among them (the last one may stay in force a little longer).
-  for (Candidate& c : candidates_) {
-    if (c.generation == generation && stage() == Stage::kGenPolicy) credit(c);
-  }
-  if (chosen_ && chosen_generation_ != 0 && generation == chosen_generation_) credit(*chosen_);
-}
-
-void ClientSession::CreditLegacy(double seconds) {
-  // A layout-1.0 shim's marks name neither the interval nor the generation: credit the
-  // generation the shim says is applied now, and time the profile with the first device time.
-  if (profile_fresh_ && !profile_timed_ && candidates_.empty()) TimeProfile(seconds, "device");
-  const std::uint64_t applied =
-      segment_.header()->policy_generation_applied.load(std::memory_order_acquire);
-  for (Candidate& c : candidates_) {
-    if (c.generation != applied) continue;
-    if (c.samples++ == 0 || seconds < c.measured_s) c.measured_s = seconds;
-  }
-}
-
-bool ClientSession::ReadyForCandidate() const {
-  if (!profile_timed_) return false;
-  // One candidate at a time: the next only once the last one has a measurement of its own
-  // (with a 1.0 shim nothing says which iteration ran under which policy: one per step).
-  if (candidates_.empty() || !marks_carry_generation_) return true;
-  return candidates_.back().samples > 0;
-}
-
 std::uint64_t ClientSession::DeviceLimit() const {
   // Read at each generation, so a reloaded `devices` limit is used by the next candidate.
   const std::uint64_t client =
@@ -192,7 +141,13 @@ ClientSession::TakeGeneration(std::uint32_t* index) {
   *index = next_candidate_++;
   policy::GeneratorOptions options = configs_[*index];
   options.device_limit_bytes = DeviceLimit();
-  return {profile_, options};
+  // The shim's executor (docs/executor.md) serves swappable allocations in whole chunks and
+  // frees / takes their memory when a transfer is issued: plan with the same accounting, or
+  // the plan's last bytes of headroom turn into OOM evictions there. The shim does not report
+  // its chunk size yet; its default is the VMM granularity.
+  if (options.chunk_bytes == 0) options.chunk_bytes = kShimChunkBytes;
+  options.release_at_issue = true;
+  return {ProfileForGeneration(), options};  // pointer-table targets unswappable
 }
 
 void ClientSession::InstallCandidate(CandidateResult result) {

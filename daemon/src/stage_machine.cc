@@ -27,9 +27,14 @@ StageStep StageMachine::Step(bool stable) {
     if (stage_ == Stage::kWarmup && ++stable_steps_ > m_) {
       stage_ = Stage::kGenPolicy;
       stable_steps_ = 0;
+      held_steps_ = 0;
     } else if (stage_ == Stage::kGenPolicy && ++stable_steps_ > n_) {
-      stage_ = Stage::kStable;
-      stable_steps_ = 0;
+      if (hold_ && stable_steps_ <= n_ + max_extra_) {
+        ++held_steps_;
+      } else {
+        stage_ = Stage::kStable;
+        stable_steps_ = 0;
+      }
     }
   }
   step.after = stage_;

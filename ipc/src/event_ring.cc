@@ -21,15 +21,16 @@ RecordHeader* HeaderAt(std::uint8_t* data, std::uint64_t index) {
 
 // Minimum payload of each known record type; a newer minor may append fields, so longer is fine.
 constexpr std::size_t kMinPayload[] = {
-    0,                       // kPadding (never handed out)
-    sizeof(LaunchRecord),    // kLaunch (+ tensors, checked separately)
-    sizeof(CopyRecord),      // kCopy
-    sizeof(MemsetRecord),    // kMemset
-    sizeof(AllocRecord),     // kAlloc
-    sizeof(FreeRecord),      // kFree
-    sizeof(SyncRecord),      // kSync
-    kIterationMarkV10Bytes,  // kIterationMark (1.0 fields; 1.1 appended two)
-    sizeof(MemInfoRecord),   // kMemInfo
+    0,                             // kPadding (never handed out)
+    sizeof(LaunchRecord),          // kLaunch (+ tensors, checked separately)
+    sizeof(CopyRecord),            // kCopy
+    sizeof(MemsetRecord),          // kMemset
+    sizeof(AllocRecord),           // kAlloc
+    sizeof(FreeRecord),            // kFree
+    sizeof(SyncRecord),            // kSync
+    kIterationMarkV10Bytes,        // kIterationMark (1.0 fields; 1.1 appended two)
+    sizeof(MemInfoRecord),         // kMemInfo
+    sizeof(PointerTargetsRecord),  // kPointerTargets (+ ids, checked separately; layout 1.2)
 };
 constexpr std::size_t kKnownTypes = sizeof(kMinPayload) / sizeof(kMinPayload[0]);
 
@@ -49,6 +50,13 @@ bool IsKnownType(RecordType type) {
     std::memcpy(&tensors, data + offsetof(LaunchRecord, tensor_count), sizeof(tensors));
     if (tensors > kMaxLaunchTensors ||
         bytes < sizeof(LaunchRecord) + std::size_t{tensors} * sizeof(std::uint64_t)) {
+      return DrainError::kBadPayload;
+    }
+  } else if (type == RecordType::kPointerTargets) {
+    std::uint32_t count;
+    std::memcpy(&count, data + offsetof(PointerTargetsRecord, count), sizeof(count));
+    if (count > kMaxPointerTargetsPerRecord ||
+        bytes < sizeof(PointerTargetsRecord) + std::size_t{count} * sizeof(std::uint64_t)) {
       return DrainError::kBadPayload;
     }
   }

@@ -168,6 +168,11 @@ TEST_F(RobustnessTest, RecordOfAnUnknownTypeIsSkippedAndCountedNotFatal) {
   }));
   const auto d = Describe(client->id());
   EXPECT_EQ(d["records"]["unknown"].get<int>(), 2) << d.dump(2);
+  // ... and exported per client slot.
+  const std::string text = Control({{"command", "metrics"}})["text"];
+  const std::string series =
+      "chameleon_records_unknown_total{client=\"" + d["slot"].dump() + "\"} 2\n";
+  EXPECT_NE(text.find(series), std::string::npos) << text;
   EXPECT_EQ(daemon_->clients(), 1u);
   EXPECT_EQ(BadInput("bad_record"), 0u);
   EXPECT_EQ(BadInput("ring_corrupt"), 0u);

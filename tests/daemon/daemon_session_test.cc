@@ -75,33 +75,10 @@ TEST_F(SessionTest, BoundaryPatternOverridesDetection) {
   EXPECT_EQ(d["iteration_ops"].get<std::size_t>(), StepOps(spec, 0).size());
 }
 
-/// Pushes one step recorded in detailed mode: allocations, tensors, memory after each op.
-void PushDetailedStep(FakeClient& client, const LoopSpec& spec, int step) {
-  std::uint64_t live = 1 << 20;
-  std::uint64_t next_id = 1000 + std::uint64_t(step) * 1000;
-  std::vector<std::uint64_t> activations;
-  const auto ops = StepOps(spec, step);
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    std::vector<std::uint64_t> tensors{1};  // the weights, live before the iteration
-    if (i < ops.size() / 2) {
-      ASSERT_TRUE(client.Alloc(next_id, 256 << 10, ipc::kFlagDetailed));
-      live += 256 << 10;
-      activations.push_back(next_id);
-      tensors.push_back(next_id++);
-    } else if (!activations.empty()) {
-      tensors.push_back(activations.back());
-    }
-    ASSERT_TRUE(client.Launch(ops[i], tensors, ipc::kFlagDetailed));
-    if (i >= ops.size() / 2 && !activations.empty()) {
-      ASSERT_TRUE(client.Free(activations.back(), ipc::kFlagDetailed));
-      activations.pop_back();
-      live -= 256 << 10;
-    }
-    ASSERT_TRUE(client.MemInfo(live));
-  }
-}
-
 TEST_F(SessionTest, DetailedIterationBecomesAProfileAndCandidatePolicies) {
+  // The fake activations are 256 KiB: one executor chunk each (with the default 2 MiB chunks the
+  // 53 of them would need 106 MiB).
+  options_.policy.chunk_bytes = 256 << 10;
   StartDaemon();
   // 32 MiB of device memory: the detailed iteration peaks above it, so candidates swap.
   auto client = Connect(24ull << 20);
@@ -184,6 +161,11 @@ TEST_F(SessionTest, TwoConcurrentClientsAreTrackedIndependently) {
     return Describe(a->id())["stage"] == "STABLE";
   }));
   ASSERT_TRUE(WaitDrained(*b));
+  // Detection runs on the thread pool: slow under a sanitizer on a loaded machine.
+  ASSERT_TRUE(WaitFor([&] {
+    b->Heartbeat();
+    return Describe(b->id())["boundary"]["signature"] != nlohmann::json::array();
+  }));
   const auto da = Describe(a->id());
   const auto db = Describe(b->id());
   EXPECT_NE(da["slot"], db["slot"]);
@@ -253,11 +235,123 @@ TEST_F(CandidateTimingTest, IntervalsAreCreditedOnlyToTheGenerationInForceAtBoth
   EXPECT_DOUBLE_EQ(list[0]["measured_iteration_s"].get<double>(), 0.003);
   EXPECT_EQ(list[1]["generation"].get<std::uint64_t>(), c1);
   EXPECT_DOUBLE_EQ(list[1]["measured_iteration_s"].get<double>(), 0.002);  // the best of its two
-  // STABLE keeps the candidate with the best measured device time.
+  // STABLE keeps the candidate with the best measured device time. The next candidate is never
+  // measured (no more marks): once the hold on GEN_POLICY gives up on it, the next step moves on.
   PushSteps(*client, spec, 11, 26);
-  ASSERT_TRUE(WaitFor([&] { return Describe(client->id())["stage"] == "STABLE"; }))
-      << Describe(client->id()).dump(2);
+  ASSERT_TRUE(WaitFor([&] {
+    client->Heartbeat();
+    return !Describe(client->id())["stage_hold"].get<bool>();
+  }));
+  PushSteps(*client, spec, 26, 28);
+  ASSERT_TRUE(WaitFor([&] {
+    client->Heartbeat();
+    return Describe(client->id())["stage"] == "STABLE";
+  })) << Describe(client->id()).dump(2);
   EXPECT_EQ(Describe(client->id())["policy"]["chosen"]["generation"].get<std::uint64_t>(), c1);
+}
+
+// The paper's n = 5 with a fake shim that applies each new generation at its next boundary and
+// reports every interval's device time one boundary later (the host runs ahead of the device).
+class CandidateBudgetTest : public DaemonTest {};
+
+TEST_F(CandidateBudgetTest, EveryCandidateIsMeasuredBeforeStableAndTheFastestIsChosen) {
+  StartDaemon();
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  LoopSpec spec;
+  PushSteps(*client, spec, 0, 6);
+  ASSERT_TRUE(WaitFor([&] {
+    return (client->header()->control_flags.load() & ipc::kControlDetailedIteration) != 0;
+  }));
+  auto describe = [&] { return Describe(client->id()); };
+  // Device time of an interval run under generation g: distinct per generation, not monotonic,
+  // so "the fastest" is not simply the first or the last candidate.
+  auto device_ns = [](std::uint64_t g) { return 1'000'000 + (g * 7919 % 11) * 50'000; };
+  std::uint64_t in_force = describe()["generation"].get<std::uint64_t>();
+  ASSERT_TRUE(client->MarkTimed(1, in_force, 0, 0));
+  PushDetailedStep(*client, spec, 6);
+  ASSERT_TRUE(client->MarkTimed(2, in_force, 0, 0));
+  client->header()->detail_done_seq.store(client->header()->detail_request_seq.load());
+  std::uint64_t boundary = 3;
+  std::uint64_t previous = in_force;  // generation of interval boundary - 1
+  std::uint64_t measured_at = 0;      // boundary at which the last candidate got measured
+  const std::size_t configs = std::size_t(options_.detection.stage_n) + 1;
+  for (int step = 7; step < 60 && describe()["stage"] != "STABLE"; ++step) {
+    ASSERT_TRUE(client->MarkTimed(boundary, in_force, boundary - 1, device_ns(previous)));
+    PushSteps(*client, spec, step, step + 1);
+    ASSERT_TRUE(WaitDrained(*client));
+    auto list = describe()["policy"]["candidates"];
+    if (list.size() == configs && list.back()["measured_iteration_s"].get<double>() > 0 &&
+        measured_at == 0) {
+      measured_at = boundary;
+    }
+    if (!list.empty() && list.size() < configs &&
+        list.back()["measured_iteration_s"].get<double>() > 0) {
+      // Measured: the daemon generates the next candidate without waiting for another step.
+      ASSERT_TRUE(
+          WaitFor([&] { return describe()["policy"]["candidates"].size() > list.size(); }, 5000))
+          << describe().dump(2);
+    } else if (list.empty() && describe()["profile"]["iteration_s"].get<double>() > 0) {
+      ASSERT_TRUE(WaitFor([&] { return !describe()["policy"]["candidates"].empty(); }, 5000));
+    }
+    previous = in_force;
+    in_force = describe()["generation"].get<std::uint64_t>();  // applied at the next boundary
+    ++boundary;
+  }
+  const auto d = describe();
+  ASSERT_EQ(d["stage"], "STABLE") << d.dump(2);
+  const auto list = d["policy"]["candidates"];
+  ASSERT_EQ(list.size(), configs) << d.dump(2);
+  std::uint64_t fastest = 0;
+  double best = 0;
+  for (const auto& c : list) {
+    const double s = c["measured_iteration_s"].get<double>();
+    EXPECT_DOUBLE_EQ(s, device_ns(c["generation"].get<std::uint64_t>()) * 1e-9) << c.dump();
+    if (fastest == 0 || s < best) {
+      fastest = c["generation"].get<std::uint64_t>();
+      best = s;
+    }
+  }
+  EXPECT_EQ(d["policy"]["chosen"]["generation"].get<std::uint64_t>(), fastest);
+  // The hold let go as soon as the last candidate was measured, not at its step bound.
+  ASSERT_NE(measured_at, 0u);
+  EXPECT_LE(boundary - measured_at, 2u) << d.dump(2);
+}
+
+// A candidate whose measurement never comes (the shim stopped marking) does not hold GEN_POLICY
+// for ever: the hold lets go after a few iterations without progress.
+TEST_F(CandidateBudgetTest, AHoldWithoutProgressLetsGo) {
+  StartDaemon();
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  LoopSpec spec;
+  PushSteps(*client, spec, 0, 6);
+  ASSERT_TRUE(WaitFor([&] {
+    return (client->header()->control_flags.load() & ipc::kControlDetailedIteration) != 0;
+  }));
+  const std::uint64_t g0 = Describe(client->id())["generation"].get<std::uint64_t>();
+  ASSERT_TRUE(client->MarkTimed(1, g0, 0, 0));
+  PushDetailedStep(*client, spec, 6);
+  ASSERT_TRUE(client->MarkTimed(2, g0, 0, 0));
+  client->header()->detail_done_seq.store(client->header()->detail_request_seq.load());
+  ASSERT_TRUE(client->MarkTimed(3, g0, 1, 1'000'000));
+  ASSERT_TRUE(client->MarkTimed(4, g0, 2, 1'000'000));
+  ASSERT_TRUE(client->MarkTimed(5, g0, 3, 1'000'000));
+  ASSERT_TRUE(WaitFor([&] { return Describe(client->id())["policy"]["candidates"].size() == 1; }));
+  // No more marks: the candidate is never measured. Past n the hold keeps GEN_POLICY ...
+  PushSteps(*client, spec, 7, 14);
+  ASSERT_TRUE(WaitDrained(*client));
+  // ... until more than four iterations and a second have passed without progress.
+  ASSERT_TRUE(WaitFor([&] {
+    client->Heartbeat();
+    return !Describe(client->id())["stage_hold"].get<bool>();
+  }));
+  PushSteps(*client, spec, 14, 16);
+  ASSERT_TRUE(WaitDrained(*client));
+  const auto d = Describe(client->id());
+  EXPECT_EQ(d["stage"], "STABLE") << d.dump(2);
+  EXPECT_GE(d["stage_hold_steps"].get<int>(), 1);
+  EXPECT_EQ(d["policy"]["candidates"].size(), 1u);
 }
 
 }  // namespace

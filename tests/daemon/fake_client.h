@@ -134,6 +134,12 @@ class FakeClient {
     ipc::IterationMarkRecord mark{iteration, NowNs(), device_time_ns, 0, timed, generation};
     return Count(ring_.Push(ipc::RecordType::kIterationMark, 0, &mark, sizeof(mark)));
   }
+  /// What the shim's pointer-table scan reports (layout 1.2): allocations pointed to.
+  bool PointerTargets(std::uint64_t scan, const std::vector<std::uint64_t>& ids) {
+    ipc::PointerTargetsRecord head{static_cast<std::uint32_t>(ids.size()), 0, scan};
+    return Count(ring_.Push2(ipc::RecordType::kPointerTargets, 0, &head, sizeof(head), ids.data(),
+                             ids.size() * sizeof(std::uint64_t)));
+  }
   /// Records pushed so far (what the daemon should eventually have drained).
   std::uint64_t pushed() const { return pushed_; }
 

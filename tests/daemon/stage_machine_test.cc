@@ -52,6 +52,24 @@ TEST(StageMachine, UnstableStepsBeforeTheFirstStableOneAreNotShifts) {
   EXPECT_EQ(machine.shifts(), 2u);
 }
 
+TEST(StageMachine, AHoldKeepsGenPolicyUntilReleasedOrItsBudgetIsSpent) {
+  StageMachine machine(2, 5);
+  for (int i = 0; i < 3; ++i) machine.Step(true);
+  ASSERT_EQ(machine.stage(), Stage::kGenPolicy);
+  machine.SetGenPolicyHold(true, 4);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(machine.Step(true).after, Stage::kGenPolicy) << i;
+  EXPECT_EQ(machine.held_steps(), 3);  // steps 6, 7 and 8 of GEN_POLICY
+  machine.SetGenPolicyHold(false, 4);  // released past n: the next stable step moves on
+  EXPECT_EQ(machine.Step(true).after, Stage::kStable);
+
+  StageMachine capped(2, 5);
+  for (int i = 0; i < 3; ++i) capped.Step(true);
+  capped.SetGenPolicyHold(true, 4);
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(capped.Step(true).after, Stage::kGenPolicy) << i;
+  EXPECT_EQ(capped.Step(true).after, Stage::kStable);  // more than n + 4 stable steps
+  EXPECT_EQ(capped.held_steps(), 4);
+}
+
 TEST(StageMachine, ZeroThresholdsMoveOnTheFirstStableStep) {
   StageMachine machine(0, 0);
   EXPECT_EQ(machine.Step(true).after, Stage::kGenPolicy);

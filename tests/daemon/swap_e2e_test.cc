@@ -26,6 +26,10 @@ struct Style {
   int steps;
   double limit_fraction;  // of the trainer's peak
   bool expect_policy;     // the daemon can plan this limit (else the safety net alone swaps)
+  /// simgpu's device as large as the peak, the limit only for the executor. The expandable
+  /// style sizes its VA reservations by the device's memory (as PyTorch does): on a device of
+  /// the limit's size it could not map past it, whatever the executor does.
+  bool device_at_peak = false;
 };
 
 /// Names the parameter in test output by its allocation style.
@@ -35,11 +39,6 @@ class TrainerStyleTest : public SwapE2ETest, public ::testing::WithParamInterfac
 
 TEST_P(TrainerStyleTest, BelowItsPeakTheTrainerMatchesTheUnlimitedRunAndSwapsEveryIteration) {
   const Style& style = GetParam();
-  if (std::string(style.alloc) == "expandable") {
-    // docs/executor.md: pages the program maps itself (cuMemCreate + cuMemMap) are the program's
-    // handles; adopting them is designed but not built, so this style still runs out of memory.
-    GTEST_SKIP() << "the executor does not swap expandable-segment pages yet";
-  }
   std::vector<std::string> args = style.shape;
   args.insert(args.end(), {"--alloc", style.alloc, "--steps", std::to_string(style.steps)});
   const RunOutput plain = Run("plain", args, PlainEnv());
@@ -52,14 +51,19 @@ TEST_P(TrainerStyleTest, BelowItsPeakTheTrainerMatchesTheUnlimitedRunAndSwapsEve
   // The loop closed: a policy of the daemon's with swap entries, and its prediction, in force.
   std::uint64_t policy_swaps = 0;
   double predicted_s = 0;
-  const RunOutput limited =
-      RunSampled("limited", args, LimitedEnv(limit, "limited"), [&](const nlohmann::json& d) {
-        const auto& in_force = d["policy"]["in_force"];
-        if (in_force["swaps"].is_number() && in_force["swaps"].get<std::uint64_t>() > 0) {
-          policy_swaps = in_force["swaps"];
-          predicted_s = in_force["predicted_iteration_s"];
-        }
-      });
+  std::vector<std::string> env = LimitedEnv(limit, "limited");
+  for (std::string& e : env) {
+    if (style.device_at_peak && e.rfind("SIMGPU_MEMORY=", 0) == 0) {
+      e = "SIMGPU_MEMORY=" + std::to_string(peak + (16u << 20));
+    }
+  }
+  const RunOutput limited = RunSampled("limited", args, env, [&](const nlohmann::json& d) {
+    const auto& in_force = d["policy"]["in_force"];
+    if (in_force["swaps"].is_number() && in_force["swaps"].get<std::uint64_t>() > 0) {
+      policy_swaps = in_force["swaps"];
+      predicted_s = in_force["predicted_iteration_s"];
+    }
+  });
   ExpectIdentical(limited, plain);
   EXPECT_LE(HighWater(limited.err), limit) << limited.err;
   RecordProperty("policy_swaps", std::to_string(policy_swaps));
@@ -88,7 +92,8 @@ INSTANTIATE_TEST_SUITE_P(Styles, TrainerStyleTest,
                                                  8,
                                                  0.45,
                                                  false},
-                                           Style{"expandable", kSmallTrainer, 16, 0.75, true}),
+                                           Style{"expandable", kSmallTrainer, 16, 0.75, true,
+                                                 /*device_at_peak=*/true}),
                          [](const ::testing::TestParamInfo<Style>& info) {
                            return std::string(info.param.alloc);
                          });
@@ -112,6 +117,35 @@ TEST_F(SwapE2ETest, ResNetReplayBelowItsPeakPrintsTheSameIterationsAndChecksum) 
   ASSERT_FALSE(stats.empty()) << limited.err;
   EXPECT_GT(stats.at("swap_out_bytes"), 0u);
   EXPECT_GT(stats.at("swap_in_bytes"), 0u);
+}
+
+// --pointer-table: one gather per step through a device-side table of every weight's address.
+// The shim's scans pin the table's targets and report them to the daemon
+// (RecordType::kPointerTargets), which remembers them for its candidates (excluding them is
+// tested with a fake client in pointer_targets_test.cc: at this limit the generator finds no
+// feasible plan — the step's own 32 MiB tensors do not fit — and the run is seconds per step).
+TEST_F(SwapE2ETest, PointerTableTargetsReachTheDaemon) {
+  // tests/shim's pointer-table configuration: weights of 3-4 MiB are executor allocations (the
+  // small trainer's would each pin a whole 2 MiB chunk and not fit), activations dominate the
+  // peak, so the pinned weights leave room under a third of it.
+  const std::vector<std::string> args = {
+      "--layers", "2", "--hidden", "512", "--seq",          "256", "--batch", "16",
+      "--seed",   "1", "--steps",  "3",   "--pointer-table"};
+  const RunOutput plain = Run("plain", args, PlainEnv());
+  const std::uint64_t limit = Number(plain.out, "peak") / 3;
+  ASSERT_GT(limit, 0u) << plain.out;
+  StartDaemon();
+  nlohmann::json last;
+  const RunOutput limited = RunSampled("limited", args, LimitedEnv(limit, "limited"),
+                                       [&](const nlohmann::json& d) { last = d; });
+  ExpectIdentical(limited, plain);
+  ASSERT_TRUE(last.is_object()) << "the daemon never described the trainer";
+  // The table holds every parameter's address (29 of them here): each reported at least once.
+  const auto& targets = last["pointer_targets"];
+  EXPECT_GE(targets["reports"].get<int>(), 1) << last.dump(2);
+  EXPECT_GE(targets["target_ids"].get<int>(), 29) << last.dump(2);
+  EXPECT_EQ(last["records"]["unknown"].get<int>(), 0);
+  EXPECT_EQ(last["records"]["dropped"].get<int>(), 0);
 }
 
 TEST_F(SwapE2ETest, DynamicTrainerGetsANewPolicyAfterAShiftAndMatchesTheUnlimitedRun) {

@@ -219,5 +219,22 @@ TEST(ValidateRecordTest, ShouldCheckTypeAndMinimumPayload) {
   EXPECT_STRNE(ToString(DrainError::kBadType), ToString(DrainError::kBadPayload));
 }
 
+TEST(ValidateRecordTest, ShouldCheckThePointerTargetsCountAgainstItsIds) {
+  std::uint8_t bytes[16 + 8 * (kMaxPointerTargetsPerRecord + 1)] = {};
+  PointerTargetsRecord targets{3, 0, 1};
+  std::memcpy(bytes, &targets, sizeof(targets));
+  EXPECT_EQ(ValidateRecord(RecordType::kPointerTargets, {bytes, 16 + 24}), DrainError::kNone);
+  EXPECT_EQ(ValidateRecord(RecordType::kPointerTargets, {bytes, 16 + 16}),
+            DrainError::kBadPayload);  // claims 3 ids, carries 2
+  EXPECT_EQ(ValidateRecord(RecordType::kPointerTargets, {bytes, 15}), DrainError::kBadPayload);
+  targets.count = kMaxPointerTargetsPerRecord + 1;
+  std::memcpy(bytes, &targets, sizeof(targets));
+  EXPECT_EQ(ValidateRecord(RecordType::kPointerTargets, {bytes, sizeof(bytes)}),
+            DrainError::kBadPayload);
+  targets.count = 0;  // an empty scan report is well formed
+  std::memcpy(bytes, &targets, sizeof(targets));
+  EXPECT_EQ(ValidateRecord(RecordType::kPointerTargets, {bytes, 16}), DrainError::kNone);
+}
+
 }  // namespace
 }  // namespace chameleon::ipc

@@ -13,8 +13,10 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -135,7 +137,18 @@ class ClientSession {
   void CreditLegacy(double seconds);
   void TimeProfile(double seconds, const char* clock);
   bool ReadyForCandidate() const;
+  /// Candidates are being tried and not all configurations are measured yet: GEN_POLICY is
+  /// held past stage_n (session_candidates.cc).
+  bool CandidatesPending() const;
+  void UpdateStageHold(std::uint64_t now_ns);
+  const Candidate* BestCandidate() const;
   void HandleAlloc(const ipc::AllocRecord& alloc, bool detailed);
+  /// The shim's pointer-table scan found these allocations pointed to (session_exclusions.cc).
+  void HandlePointerTargets(std::uint64_t scan, std::span<const std::uint64_t> ids);
+  /// profile_ with every tensor that is (or plays the role of) a reported pointer target marked
+  /// unswappable: what candidates are generated from.
+  std::shared_ptr<const policy::Profile> ProfileForGeneration();
+  nlohmann::json ExclusionsJson() const;
   void HandleFree(std::uint64_t id, bool detailed);
   void OnIteration(const IterationEvent& event);
   void OnStageChange(const StageStep& step);
@@ -215,6 +228,19 @@ class ClientSession {
   double profile_best_s_ = 0;
   std::string profile_clock_;  // "device" or "host" (no device time from this shim)
 
+  // Pointer-table targets (session_exclusions.cc): allocation ids the shim reported, and the
+  // match keys of the tensors they were in a profile, so that the same tensor role stays
+  // excluded when the program allocates it afresh. Both bounded (kMaxExclusions).
+  std::unordered_set<std::uint64_t> target_ids_;
+  std::vector<std::uint64_t> target_id_order_;  // insertion order, to forget the oldest
+  std::unordered_set<std::uint64_t> excluded_keys_;
+  std::uint64_t pointer_reports_ = 0;                          // PointerTargets records received
+  std::uint64_t exclusions_version_ = 0;                       // bumped when ids or keys change
+  std::shared_ptr<const policy::Profile> generation_profile_;  // cached ProfileForGeneration()
+  std::shared_ptr<const policy::Profile> generation_profile_source_;  // profile_ it was made of
+  std::uint64_t generation_profile_version_ = 0;
+  std::uint64_t excluded_tensors_ = 0;  // tensors of the last generation profile marked
+
   // Policies.
   std::uint64_t generation_ = 0;  // last generation published
   std::uint64_t published_ = 0;
@@ -225,6 +251,11 @@ class ClientSession {
   bool candidate_step_pending_ = false;  // a GEN_POLICY step has passed since the last candidate
   bool generation_in_flight_ = false;
   std::string generation_error_;
+  std::uint64_t hold_progress_ = 0;            // candidates taken + measured (UpdateStageHold)
+  std::uint64_t hold_progress_iteration_ = 0;  // iterations() when it last changed
+  std::uint64_t hold_progress_ns_ = 0;         // ... and the time
+  bool stage_hold_ = false;                    // GEN_POLICY held past stage_n now
+  std::uint64_t drain_now_ns_ = 0;             // `now` of the Drain in progress
   std::optional<Candidate> chosen_;
   std::uint64_t chosen_generation_ = 0;  // the chosen policy's generation republished in STABLE
   bool disabled_ = false;

@@ -49,9 +49,13 @@ class IterationTracker {
     machine_.SetThresholds(options.stage_m, options.stage_n);
   }
 
+  /// Keeps GEN_POLICY past stage_n (StageMachine::SetGenPolicyHold).
+  void SetGenPolicyHold(bool hold, int max_extra) { machine_.SetGenPolicyHold(hold, max_extra); }
+
   const IterationEvent& last_event() const { return last_event_; }
   const std::vector<std::uint32_t>& signature() const { return signature_; }
   Stage stage() const { return machine_.stage(); }
+  int held_steps() const { return machine_.held_steps(); }
   std::uint64_t shifts() const { return machine_.shifts(); }
   std::uint64_t iterations() const { return iterations_; }
   std::uint64_t discarded() const { return discarded_; }

@@ -52,6 +52,7 @@ struct SlotMetrics {
   prometheus::Counter* ops;
   prometheus::Counter* dropped;
   prometheus::Counter* repaired;
+  prometheus::Counter* unknown;  ///< well-framed records of a type this daemon does not know
   prometheus::Gauge* bytes_live;
   prometheus::Gauge* bytes_peak;
   prometheus::Counter* swap_out;
@@ -135,6 +136,7 @@ class Metrics {
   Family<prometheus::Counter>* ops_;
   Family<prometheus::Counter>* dropped_;
   Family<prometheus::Counter>* repaired_;
+  Family<prometheus::Counter>* unknown_;
   Family<prometheus::Gauge>* bytes_live_;
   Family<prometheus::Gauge>* bytes_peak_;
   Family<prometheus::Counter>* swap_bytes_;

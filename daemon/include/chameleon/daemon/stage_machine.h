@@ -8,6 +8,8 @@
 // in GEN_POLICY, more than n further stable steps move to STABLE. With the paper's m = 2 and
 // n = 5 a steady loop is STABLE at its (m + n + 3)-th iteration (the first has nothing to be
 // compared with).
+// A hold (the session's: candidates still being measured) keeps GEN_POLICY past n stable steps,
+// up to n + max_extra; releasing it lets the next stable step move on.
 #pragma once
 
 #include <cstdint>
@@ -43,8 +45,17 @@ class StageMachine {
     n_ = n;
   }
 
+  /// While `hold` is set, GEN_POLICY ends only after more than n + `max_extra` stable steps;
+  /// without it, after more than n (the paper's rule). Takes effect at the next step.
+  void SetGenPolicyHold(bool hold, int max_extra) {
+    hold_ = hold;
+    max_extra_ = max_extra;
+  }
+
   Stage stage() const { return stage_; }
   int stable_steps() const { return stable_steps_; }
+  /// Stable steps the hold kept in the last (or current) GEN_POLICY beyond n.
+  int held_steps() const { return held_steps_; }
   std::uint64_t shifts() const { return shifts_; }
 
  private:
@@ -54,6 +65,9 @@ class StageMachine {
   int stable_steps_ = 0;  // consecutive stable steps in the current stage
   std::uint64_t shifts_ = 0;
   bool seen_stable_ = false;  // unstable steps before the first stable one are warm-up, not shifts
+  bool hold_ = false;
+  int max_extra_ = 0;
+  int held_steps_ = 0;
 };
 
 }  // namespace chameleon::daemon

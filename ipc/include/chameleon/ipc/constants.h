@@ -15,7 +15,8 @@ inline constexpr std::size_t kFalseSharing = 128;
 
 /// Shared-memory layout version. A reader refuses another major; a newer minor only appends.
 inline constexpr std::uint16_t kLayoutMajor = 1;
-inline constexpr std::uint16_t kLayoutMinor = 1;  // 1.1: slot 7 executor detail
+/// 1.1: slot 7 executor detail; 1.2: RecordType::kPointerTargets.
+inline constexpr std::uint16_t kLayoutMinor = 2;
 
 /// Socket protocol version (independent of the segment layout).
 inline constexpr std::uint16_t kProtocolMajor = 1;

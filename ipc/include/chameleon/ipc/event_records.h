@@ -14,15 +14,16 @@
 namespace chameleon::ipc {
 
 enum class RecordType : std::uint16_t {
-  kPadding = 0,        ///< filler to the end of the ring, or a repaired (dead writer) record
-  kLaunch = 1,         ///< kernel launch (an op)
-  kCopy = 2,           ///< memcpy (an op)
-  kMemset = 3,         ///< memset (an op)
-  kAlloc = 4,          ///< allocation became live (event, not an op)
-  kFree = 5,           ///< allocation freed (event)
-  kSync = 6,           ///< host synchronisation
-  kIterationMark = 7,  ///< the shim saw the boundary signature the daemon sent
-  kMemInfo = 8,        ///< memory in use after an op (detailed mode only)
+  kPadding = 0,         ///< filler to the end of the ring, or a repaired (dead writer) record
+  kLaunch = 1,          ///< kernel launch (an op)
+  kCopy = 2,            ///< memcpy (an op)
+  kMemset = 3,          ///< memset (an op)
+  kAlloc = 4,           ///< allocation became live (event, not an op)
+  kFree = 5,            ///< allocation freed (event)
+  kSync = 6,            ///< host synchronisation
+  kIterationMark = 7,   ///< the shim saw the boundary signature the daemon sent
+  kMemInfo = 8,         ///< memory in use after an op (detailed mode only)
+  kPointerTargets = 9,  ///< allocations a pointer-table scan found pointed to (layout 1.2)
 };
 
 enum RecordFlag : std::uint16_t {
@@ -165,6 +166,23 @@ struct MemInfoRecord {
   std::uint16_t reserved[3];
 };
 static_assert(sizeof(MemInfoRecord) == 16);
+
+/// kPointerTargets (layout 1.2; an older daemon skips it as an unknown type): the shim's sampled
+/// pointer-table scan (docs/executor.md, "Pointer tables") found device words pointing into these
+/// allocations, which the shim pins (never swaps) while they live. The daemon names them by
+/// their tensors' match keys so later candidates exclude the same tensors even when the program
+/// allocates them afresh. Followed by `count` u64 allocation ids (AllocRecord::id); a scan with
+/// more targets than one record holds sends several records with the same `scan`.
+struct PointerTargetsRecord {
+  std::uint32_t count;
+  std::uint32_t reserved;
+  std::uint64_t scan;  ///< the shim's scan number (1, 2, ...)
+  // std::uint64_t ids[count];
+};
+static_assert(sizeof(PointerTargetsRecord) == 16);
+static_assert(offsetof(PointerTargetsRecord, scan) == 8);
+/// Ids per PointerTargets record at most (its payload stays far below kMaxRecordBytes).
+inline constexpr std::size_t kMaxPointerTargetsPerRecord = 256;
 
 static_assert(std::is_trivially_copyable_v<LaunchRecord> &&
               std::is_trivially_copyable_v<AllocRecord>);
