@@ -18,6 +18,7 @@ if(TARGET chameleon_simgpu AND EXISTS ${CHAMELEON_SWAP_TEST_DIR})
   # Deterministic logic and data tests: also under ASan+UBSan and TSan.
   chameleon_test(NAME shim_swap_test
     SOURCES ${CHAMELEON_SWAP_TEST_DIR}/engine_test.cc ${CHAMELEON_SWAP_TEST_DIR}/runner_test.cc
+            ${CHAMELEON_SWAP_TEST_DIR}/duplex_test.cc
     LIBS chameleon::swap chameleon::simgpu_headers ${CMAKE_DL_LIBS}
     LABELS sanitize concurrent
     TIMEOUT 60)

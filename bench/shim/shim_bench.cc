@@ -7,6 +7,12 @@
 // read 0. The kernel has four parameters, two of them tracked device pointers.
 //
 //   build-*/bench/shim_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//
+// A/B against another build of the shim (a baseline copy of libchameleon.so), in one process so
+// that both see the same machine noise:
+//   CHAMELEON_BENCH_SHIM_B=/path/libchameleon.so build-*/bin/shim_bench
+//     --benchmark_enable_random_interleaving=true --benchmark_repetitions=10
+//     --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 #include <cuda.h>
 #include <dlfcn.h>
@@ -36,13 +42,19 @@ struct Api {
   AllocFn alloc = nullptr;
 };
 
+/// One shim under test: its entry points, stats and two tracked 64 MiB allocations.
+struct Shim {
+  Api api;
+  ChameleonShimGetStatsFn stats = nullptr;
+  std::size_t client = 0;  ///< its connection's index in the fake daemon
+  CUdeviceptr a = 0;
+  CUdeviceptr b = 0;
+};
+
 struct Setup {
   chameleon::shim::testing::FakeDaemon daemon;
   Api direct;
-  Api shim;
-  ChameleonShimGetStatsFn stats = nullptr;
-  CUdeviceptr a = 0;
-  CUdeviceptr b = 0;
+  Shim shims[2];  ///< [0] this tree's shim, [1] CHAMELEON_BENCH_SHIM_B when set
   bool ok = false;
 };
 
@@ -60,6 +72,32 @@ Api Resolve(void* handle) {
   return api;
 }
 
+const char* ShimBPath() {
+  const char* path = std::getenv("CHAMELEON_BENCH_SHIM_B");
+  return path != nullptr && *path != '\0' ? path : nullptr;
+}
+
+// Loads one shim (a second copy from another path gets its own globals and connection) and makes
+// its first tracked calls, which initialise it and connect it to the bench daemon.
+bool LoadShim(Setup* s, const char* path, std::size_t index) {
+  void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    std::fprintf(stderr, "dlopen failed: %s\n", dlerror());
+    return false;
+  }
+  Shim& shim = s->shims[index];
+  shim.api = Resolve(handle);
+  shim.stats = Sym<ChameleonShimGetStatsFn>(handle, "chameleon_shim_get_stats");
+  shim.client = index;
+  if (shim.api.alloc(&shim.a, 64 << 20) != CUDA_SUCCESS ||
+      shim.api.alloc(&shim.b, 64 << 20) != CUDA_SUCCESS ||
+      !s->daemon.WaitForClients(index + 1, 5000)) {
+    std::fprintf(stderr, "shim %s did not connect to the bench daemon\n", path);
+    return false;
+  }
+  return true;
+}
+
 Setup& Get() {
   static Setup* setup = [] {
     auto* s = new Setup();
@@ -70,78 +108,74 @@ Setup& Get() {
     setenv("CHAMELEON_CONNECT_TIMEOUT_MS", "2000", 1);
     setenv("CHAMELEON_RING_BYTES", "16777216", 1);
     void* null_driver = dlopen(CHAMELEON_NULL_DRIVER_PATH, RTLD_NOW | RTLD_LOCAL);
-    void* shim = dlopen(CHAMELEON_SHIM_PATH, RTLD_NOW | RTLD_LOCAL);
-    if (null_driver == nullptr || shim == nullptr) {
+    if (null_driver == nullptr) {
       std::fprintf(stderr, "dlopen failed: %s\n", dlerror());
       return s;
     }
     s->direct = Resolve(null_driver);
-    s->shim = Resolve(shim);
-    s->stats = Sym<ChameleonShimGetStatsFn>(shim, "chameleon_shim_get_stats");
-    // The first tracked call initialises the shim and connects (synchronously, bounded).
-    if (s->shim.alloc(&s->a, 64 << 20) != CUDA_SUCCESS ||
-        s->shim.alloc(&s->b, 64 << 20) != CUDA_SUCCESS || !s->daemon.WaitForClients(1, 5000)) {
-      std::fprintf(stderr, "shim did not connect to the bench daemon\n");
-      return s;
-    }
+    if (!LoadShim(s, CHAMELEON_SHIM_PATH, 0)) return s;
+    if (ShimBPath() != nullptr && !LoadShim(s, ShimBPath(), 1)) return s;
     s->ok = true;
     return s;
   }();
   return *setup;
 }
 
-std::uint64_t Drops(Setup& s) {
+std::uint64_t Drops(const Shim& shim) {
   ChameleonShimStats st{};
-  s.stats(&st, sizeof(st));
+  shim.stats(&st, sizeof(st));
   return st.records_dropped;
 }
 
 // Consumes records without copying them (the daemon's own drain cost is not what we measure).
-void Drain(Setup& s) {
-  auto& consumer = s.daemon.client(0)->consumer;
+void Drain(Setup& s, const Shim& shim) {
+  auto& consumer = s.daemon.client(shim.client)->consumer;
   while (consumer.Drain([](const chameleon::ipc::RecordView&) {}, 1 << 20, 0, ~0ull) > 0) {
   }
 }
 
-void RunLaunch(benchmark::State& state, bool through_shim) {
+// `index`: the shim measured (-1: the null driver directly, the baseline).
+void RunLaunch(benchmark::State& state, int index) {
   Setup& s = Get();
   if (!s.ok) {
     state.SkipWithError("setup failed");
     return;
   }
-  const LaunchFn launch = through_shim ? s.shim.launch : s.direct.launch;
+  const Shim& shim = s.shims[index < 0 ? 0 : index];
+  const LaunchFn launch = index >= 0 ? shim.api.launch : s.direct.launch;
   // Two tracked pointers (interior addresses), an int and a float.
-  CUdeviceptr p0 = s.a + 4096;
-  CUdeviceptr p1 = s.b + 128;
+  CUdeviceptr p0 = shim.a + 4096;
+  CUdeviceptr p1 = shim.b + 128;
   int n = 1024;
   float alpha = 0.5f;
   void* params[] = {&p0, &p1, &n, &alpha};
   const auto function = reinterpret_cast<CUfunction>(0x1000);
-  Drain(s);
-  const std::uint64_t drops_before = Drops(s);
+  Drain(s, shim);
+  const std::uint64_t drops_before = Drops(shim);
   std::int64_t since_drain = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(launch(function, 1, 1, 1, 128, 1, 1, 0, nullptr, params, nullptr));
     if (++since_drain == kDrainEvery) {
       state.PauseTiming();
-      Drain(s);
+      Drain(s, shim);
       since_drain = 0;
       state.ResumeTiming();
     }
   }
-  Drain(s);
-  state.counters["drops"] = static_cast<double>(Drops(s) - drops_before);
+  Drain(s, shim);
+  state.counters["drops"] = static_cast<double>(Drops(shim) - drops_before);
 }
 
-void RunAllocAsync(benchmark::State& state, bool through_shim) {
+void RunAllocAsync(benchmark::State& state, int index) {
   Setup& s = Get();
   if (!s.ok) {
     state.SkipWithError("setup failed");
     return;
   }
-  const Api& api = through_shim ? s.shim : s.direct;
-  Drain(s);
-  const std::uint64_t drops_before = Drops(s);
+  const Shim& shim = s.shims[index < 0 ? 0 : index];
+  const Api& api = index >= 0 ? shim.api : s.direct;
+  Drain(s, shim);
+  const std::uint64_t drops_before = Drops(shim);
   std::int64_t since_drain = 0;
   for (auto _ : state) {
     CUdeviceptr p = 0;
@@ -149,20 +183,20 @@ void RunAllocAsync(benchmark::State& state, bool through_shim) {
     benchmark::DoNotOptimize(api.free_async(p, nullptr));
     if (++since_drain == kDrainEvery) {
       state.PauseTiming();
-      Drain(s);
+      Drain(s, shim);
       since_drain = 0;
       state.ResumeTiming();
     }
   }
-  Drain(s);
-  state.counters["drops"] = static_cast<double>(Drops(s) - drops_before);
+  Drain(s, shim);
+  state.counters["drops"] = static_cast<double>(Drops(shim) - drops_before);
 }
 
-void BM_LaunchDirect(benchmark::State& state) { RunLaunch(state, false); }
-void BM_LaunchShim(benchmark::State& state) { RunLaunch(state, true); }
+void BM_LaunchDirect(benchmark::State& state) { RunLaunch(state, -1); }
+void BM_LaunchShim(benchmark::State& state) { RunLaunch(state, 0); }
 /// One iteration = cuMemAllocAsync + cuMemFreeAsync (the table must not grow without bound).
-void BM_AllocAsyncDirect(benchmark::State& state) { RunAllocAsync(state, false); }
-void BM_AllocAsyncShim(benchmark::State& state) { RunAllocAsync(state, true); }
+void BM_AllocAsyncDirect(benchmark::State& state) { RunAllocAsync(state, -1); }
+void BM_AllocAsyncShim(benchmark::State& state) { RunAllocAsync(state, 0); }
 
 BENCHMARK(BM_LaunchDirect);
 BENCHMARK(BM_LaunchShim);
@@ -171,4 +205,16 @@ BENCHMARK(BM_AllocAsyncShim);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (ShimBPath() != nullptr) {
+    // Run with --benchmark_enable_random_interleaving=true so that A and B share the noise.
+    benchmark::RegisterBenchmark("BM_LaunchShimB", [](benchmark::State& st) { RunLaunch(st, 1); });
+    benchmark::RegisterBenchmark("BM_AllocAsyncShimB",
+                                 [](benchmark::State& st) { RunAllocAsync(st, 1); });
+  }
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

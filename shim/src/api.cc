@@ -120,7 +120,7 @@ void LogExitStats() {
       "executor: limit=%llu swap_out_bytes=%llu swap_in_bytes=%llu fault_ins=%llu "
       "evictions=%llu stalls=%llu stall_ns=%llu prefetch_hits=%llu prefetch_misses=%llu "
       "vmm_calls=%llu chunk_bytes=%llu policy_generation=%llu policy_ignored=%llu "
-      "iterations=%llu",
+      "iterations=%llu%s",
       static_cast<unsigned long long>(s.device_limit_bytes),
       static_cast<unsigned long long>(s.swap_out_bytes),
       static_cast<unsigned long long>(s.swap_in_bytes),
@@ -131,7 +131,7 @@ void LogExitStats() {
       static_cast<unsigned long long>(s.vmm_calls), static_cast<unsigned long long>(s.chunk_bytes),
       static_cast<unsigned long long>(s.policy_generation_applied),
       static_cast<unsigned long long>(s.policy_ignored),
-      static_cast<unsigned long long>(s.executor_iterations));
+      static_cast<unsigned long long>(s.executor_iterations), ExecutorDetailStats().c_str());
 }
 
 }  // namespace

@@ -39,14 +39,26 @@ std::uint64_t NowNs() {
          static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
+/// How a connection attempt ended.
+enum class Attempt {
+  kAttached,
+  kPending,  ///< HELLO sent, no answer yet: the socket stays open (Client::pending_)
+  kFailed,
+};
+
 class Client {
  public:
   explicit Client(Runtime* rt) : rt_(rt) {}
 
-  /// Connect + HELLO + WELCOME within `timeout_ms`. True when attached.
-  bool TryConnect(int timeout_ms);
+  /// Connect + HELLO + WELCOME within `timeout_ms`. kPending leaves the handshake open (only
+  /// with `keep_pending`, else it is abandoned as kFailed).
+  Attempt TryConnect(int timeout_ms, bool keep_pending);
+  /// Waits up to `timeout_ms` more for the pending handshake's WELCOME.
+  Attempt FinishHandshake(int timeout_ms);
   void Run();
   void Disconnect(const char* why);
+  /// After a kPending synchronous attempt: records are staged until the handshake ends.
+  void StartStaging();
   void NoteExit() {
     ipc::SegmentHeader* h = header_.load(std::memory_order_acquire);
     if (h == nullptr) return;
@@ -57,6 +69,7 @@ class Client {
   void ForgetAfterFork() {
     if (sock_ >= 0) ::close(sock_);
     sock_ = -1;
+    AbandonPending();
     header_.store(nullptr, std::memory_order_relaxed);
     segment_ = ipc::Segment();  // unmaps the child's view only
   }
@@ -74,10 +87,23 @@ class Client {
   bool PeerClosed();
   void PollPolicy();
   void Attach();
+  /// AllocRecords of the live allocations (under the tracker mutex and the ring lock).
+  void AnnounceLive();
+  void AbandonPending() {
+    if (pending_fd_ >= 0) ::close(pending_fd_);
+    pending_fd_ = -1;
+    pending_segment_ = ipc::Segment();
+  }
 
   Runtime* rt_;
   int sock_ = -1;  // owned by the thread (and the first, synchronous attempt before it exists)
   ipc::Segment segment_;
+  // A handshake the synchronous attempt left open (the daemon accepted, WELCOME not read yet):
+  // the thread finishes it on the same socket. Closing it instead would make the daemon see a
+  // reset connection ("socket error") and make the shim lose the ops until a second attempt.
+  int pending_fd_ = -1;
+  ipc::Segment pending_segment_;
+  std::uint64_t pending_deadline_ns_ = 0;
   ipc::PolicyMailboxReader mailbox_;
   std::atomic<ipc::SegmentHeader*> header_{nullptr};
   std::atomic<std::uint32_t> client_id_{0};
@@ -89,10 +115,9 @@ class Client {
 
 std::atomic<Client*> g_client{nullptr};  // set once per process (and again in a fork child)
 
-bool Client::TryConnect(int timeout_ms) {
-  const std::uint64_t deadline = NowNs() + static_cast<std::uint64_t>(timeout_ms) * 1000000ull;
+Attempt Client::TryConnect(int timeout_ms, bool keep_pending) {
   const int fd = ipc::ConnectUnix(rt_->config.socket_path, timeout_ms);
-  if (fd < 0) return false;
+  if (fd < 0) return Attempt::kFailed;
   ipc::SegmentGeometry geometry;
   geometry.ring_capacity = rt_->config.ring_bytes;
   ipc::Segment segment;
@@ -100,7 +125,7 @@ bool Client::TryConnect(int timeout_ms) {
   if (err != ipc::SegmentError::kOk) {
     Log(LogLevel::kWarn, "cannot create the shared segment: %s", ipc::ToString(err));
     ::close(fd);
-    return false;
+    return Attempt::kFailed;
   }
   ipc::Hello hello;
   hello.fixed.layout_major = ipc::kLayoutMajor;
@@ -113,16 +138,37 @@ bool Client::TryConnect(int timeout_ms) {
   ipc::EncodeHello(hello, &bytes);
   if (ipc::SendWithFd(fd, bytes, segment.fd()) != 0) {
     ::close(fd);
-    return false;
+    return Attempt::kFailed;
   }
-  const std::uint64_t now = NowNs();
-  const int left_ms = now >= deadline ? 0 : static_cast<int>((deadline - now) / 1000000ull);
+  pending_fd_ = fd;
+  pending_segment_ = std::move(segment);
+  pending_deadline_ns_ = NowNs() + static_cast<std::uint64_t>(kBackgroundHandshakeMs) * 1000000ull;
+  const Attempt a = FinishHandshake(timeout_ms);
+  if (a != Attempt::kPending || keep_pending) return a;
+  AbandonPending();
+  return Attempt::kFailed;
+}
+
+Attempt Client::FinishHandshake(int timeout_ms) {
+  // Only read once the answer is there: a receive that timed out half-way would lose framing.
+  pollfd p{pending_fd_, POLLIN, 0};
+  int n = 0;
+  do {
+    n = ::poll(&p, 1, std::max(timeout_ms, 0));
+  } while (n < 0 && errno == EINTR);
+  if (n == 0) return Attempt::kPending;
+  const int fd = pending_fd_;
+  ipc::Segment segment = std::move(pending_segment_);
+  pending_fd_ = -1;
+  pending_segment_ = ipc::Segment();
   ipc::MessageHeader header{};
   std::vector<std::uint8_t> payload;
   int received_fd = -1;
   ipc::DecodeError derr = ipc::DecodeError::kOk;
-  const int rc =
-      ipc::ReceiveMessage(fd, std::max(left_ms, 1), &header, &payload, &received_fd, &derr);
+  // The answer has started to arrive: the rest of one small message follows at once.
+  const int rc = n > 0 ? ipc::ReceiveMessage(fd, kBackgroundHandshakeMs, &header, &payload,
+                                             &received_fd, &derr)
+                       : -errno;
   if (received_fd >= 0) ::close(received_fd);
   ipc::Welcome welcome{};
   if (rc != 0 || header.type != static_cast<std::uint16_t>(ipc::MessageType::kWelcome) ||
@@ -134,7 +180,7 @@ bool Client::TryConnect(int timeout_ms) {
       Log(LogLevel::kWarn, "daemon refused this process: %s", text.c_str());
     }
     ::close(fd);
-    return false;
+    return Attempt::kFailed;
   }
   sock_ = fd;
   segment_ = std::move(segment);
@@ -145,7 +191,7 @@ bool Client::TryConnect(int timeout_ms) {
   connects_.fetch_add(1, std::memory_order_relaxed);
   Log(LogLevel::kInfo, "connected to %s as client %u", rt_->config.socket_path.c_str(),
       welcome.client_id);
-  return true;
+  return Attempt::kAttached;
 }
 
 void Client::Attach() {
@@ -158,21 +204,34 @@ void Client::Attach() {
   mailbox_ = segment_.mailbox_reader();
   rt_->kernels.AttachNames(segment_.name_writer(), true, &h->names_dropped);
   std::lock_guard<std::mutex> lock(rt_->tracker_mu);
-  rt_->telemetry.Attach(h, segment_.ring_producer(), [&] {
-    // The daemon learns the allocations made before it was there, oldest first.
-    rt_->table.ForEach([&](const AllocationState& s) {
-      ipc::AllocRecord r{};
-      r.id = s.id;
-      r.address = s.address;
-      r.bytes = s.bytes;
-      r.stream = s.stream;
-      r.device = s.device;
-      r.kind = s.kind;
-      r.swappable = (s.flags.load(std::memory_order_relaxed) & kNeverSwap) ? 0 : 1;
-      rt_->telemetry.PushAnnounceLocked(&r);
-    });
-  });
+  rt_->telemetry.Attach(h, segment_.ring_producer(), [&] { AnnounceLive(); });
+  if (const std::uint64_t lost = rt_->telemetry.staging_lost()) {
+    Log(LogLevel::kWarn, "%llu records issued before the daemon answered were lost",
+        static_cast<unsigned long long>(lost));
+  }
   header_.store(h, std::memory_order_release);
+}
+
+void Client::StartStaging() {
+  // Half the ring: the staged records must fit in the fresh ring at attach, with room to spare.
+  const std::size_t bytes = static_cast<std::size_t>(rt_->config.ring_bytes / 2);
+  std::lock_guard<std::mutex> lock(rt_->tracker_mu);
+  rt_->telemetry.StartStaging(bytes, [&] { AnnounceLive(); });
+}
+
+void Client::AnnounceLive() {
+  // The daemon learns the allocations made before it was there, oldest first.
+  rt_->table.ForEach([&](const AllocationState& s) {
+    ipc::AllocRecord r{};
+    r.id = s.id;
+    r.address = s.address;
+    r.bytes = s.bytes;
+    r.stream = s.stream;
+    r.device = s.device;
+    r.kind = s.kind;
+    r.swappable = (s.flags.load(std::memory_order_relaxed) & kNeverSwap) ? 0 : 1;
+    rt_->telemetry.PushAnnounceLocked(&r);
+  });
 }
 
 void Client::Disconnect(const char* why) {
@@ -265,9 +324,28 @@ void Client::Run() {
   int backoff_ms = kFirstRetryMs;
   std::uint64_t next_try = NowNs();
   for (;;) {
+    if (pending_fd_ >= 0) {
+      // The synchronous attempt's handshake: records are being staged meanwhile.
+      const std::uint64_t now = NowNs();
+      const int left_ms = now >= pending_deadline_ns_
+                              ? 0
+                              : static_cast<int>((pending_deadline_ns_ - now + 999999) / 1000000);
+      Attempt a = FinishHandshake(left_ms);
+      if (a == Attempt::kPending) {
+        Log(LogLevel::kWarn, "the daemon did not answer within %d ms; retrying in background",
+            kBackgroundHandshakeMs);
+        AbandonPending();
+        a = Attempt::kFailed;
+      }
+      if (a != Attempt::kAttached) {
+        rt_->telemetry.StopStaging();
+        next_try = NowNs() + static_cast<std::uint64_t>(backoff_ms) * 1000000ull;
+      }
+      continue;
+    }
     if (sock_ < 0) {
       if (NowNs() >= next_try) {
-        if (TryConnect(kBackgroundHandshakeMs)) {
+        if (TryConnect(kBackgroundHandshakeMs, false) == Attempt::kAttached) {
           backoff_ms = kFirstRetryMs;
         } else {
           next_try = NowNs() + static_cast<std::uint64_t>(backoff_ms) * 1000000ull;
@@ -290,7 +368,12 @@ void Client::Run() {
 void StartClient(Runtime* rt) {
   auto* client = new Client(rt);  // lives as long as the process
   g_client.store(client, std::memory_order_release);
-  if (rt->config.connect_timeout_ms > 0) client->TryConnect(rt->config.connect_timeout_ms);
+  if (rt->config.connect_timeout_ms > 0 &&
+      client->TryConnect(rt->config.connect_timeout_ms, true) == Attempt::kPending) {
+    // A daemon is there but slow to answer (a loaded machine): keep every record from now on
+    // for it, so that its op counts stay exact. Runs before this call's own op is recorded.
+    client->StartStaging();
+  }
   std::thread([client] { client->Run(); }).detach();
 }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "pointer_report.h"
 #include "runtime.h"
 #include "swap/pointer_scan.h"
 #include "tracker.h"
@@ -183,9 +184,13 @@ bool ExecutorFree(Runtime& rt, Executor& ex, CUdeviceptr dptr, CUstream stream,
   }
   *result = ex.engine->Free(id, stream);
   TrackFree(rt, dptr, stream_value, true);
-  // Freed ranges are unmapped by a flush once their fence completed; without iteration
-  // boundaries (no daemon) nobody else would flush.
-  if ((ex.frees.fetch_add(1, std::memory_order_relaxed) & 63) == 63) ex.engine->FlushUnmaps();
+  // Stale ranges are unmapped by a flush once their fence completed; without iteration
+  // boundaries (no daemon) nobody else would flush. With boundaries, they flush: an unmap
+  // mid-iteration synchronises the device (simgpu; CUDA documents cuMemUnmap as synchronising).
+  if ((ex.frees.fetch_add(1, std::memory_order_relaxed) & 63) == 63 &&
+      swap::SwapCounters::Get(ex.counters.iterations) == 0) {
+    ex.engine->FlushUnmaps();
+  }
   return true;
 }
 
@@ -209,7 +214,8 @@ void ExecutorPin(Runtime& rt, Executor& ex, std::uint64_t address) {
 void ExecutorAfterSync(Executor& ex) { ex.engine->FlushUnmaps(); }
 
 CUresult ExecutorBeforeOp(Runtime& rt, Executor& ex, std::uint32_t token, CUstream stream,
-                          AllocationState* const* states, std::uint32_t n, ExecOp* op) {
+                          AllocationState* const* states, std::uint32_t n, ExecOp* op,
+                          const OpExtent* extents) {
   op->runner = false;
   if (ex.runner_active.load(std::memory_order_relaxed) &&
       !rt.daemon_disabled.load(std::memory_order_relaxed)) {
@@ -219,6 +225,10 @@ CUresult ExecutorBeforeOp(Runtime& rt, Executor& ex, std::uint32_t token, CUstre
   }
   std::uint32_t bits = 0;
   for (std::uint32_t i = 0; i < n; ++i) bits |= states[i]->flags.load(std::memory_order_acquire);
+  // A named page of the program's VMM: the op may reach the pages after it (program_vmm.h).
+  if (__builtin_expect((bits & kProgramVmmPage) != 0, 0)) {
+    return ProgramVmmBeforeOp(ex, stream, states, n, extents);
+  }
   if (__builtin_expect((bits & (kSwappedOut | kSwapInFlight)) != 0, 0)) {
     swap::AllocId ids[ipc::kMaxLaunchTensors];
     std::uint32_t m = 0;
@@ -290,6 +300,7 @@ void ExecutorPointerScan(Runtime& rt, Executor& ex, CUstream stream, bool bounda
     }
     ExecutorPin(rt, ex, target);
   }
+  ReportPointerTargets(rt, ex.scans.load(std::memory_order_relaxed), r.targets);  // to the daemon
   Log(r.error != CUDA_SUCCESS ? LogLevel::kWarn : LogLevel::kDebug,
       "pointer-table scan %llu: %zu allocations, %llu bytes sampled, %llu unsampled, %zu targets "
       "pinned (CUresult %d)",
@@ -308,7 +319,8 @@ void ExecutorBoundary(Executor& ex) {
     const auto get = [](const std::atomic<std::uint64_t>& v) { return swap::SwapCounters::Get(v); };
     Log(LogLevel::kDebug,
         "executor boundary %llu: generation %llu, totals: out %llu in %llu bytes, fault_ins %llu, "
-        "evictions %llu, prefetch hits %llu misses %llu, ignored %llu; last iteration vmm %llu",
+        "evictions %llu, prefetch hits %llu misses %llu, ignored %llu; last iteration vmm %llu;"
+        " stalls %llu;%s",
         static_cast<unsigned long long>(get(c.iterations)),
         static_cast<unsigned long long>(get(c.policy_generation)),
         static_cast<unsigned long long>(get(c.swap_out_bytes)),
@@ -318,7 +330,8 @@ void ExecutorBoundary(Executor& ex) {
         static_cast<unsigned long long>(get(c.prefetch_hits)),
         static_cast<unsigned long long>(get(c.prefetch_misses)),
         static_cast<unsigned long long>(get(c.policy_ignored)),
-        static_cast<unsigned long long>(get(c.last_iteration_vmm_calls)));
+        static_cast<unsigned long long>(get(c.last_iteration_vmm_calls)),
+        static_cast<unsigned long long>(get(c.stall_count)), ExecutorDetailStats().c_str());
   }
 }
 
@@ -337,6 +350,36 @@ void ExecutorSetPolicy(const ipc::Policy& policy) {
 std::uint64_t ExecutorLimit() {
   Executor* ex = ExecutorIfOn();
   return ex != nullptr ? ex->engine->device_limit() : 0;
+}
+
+}  // namespace chameleon::shim
+
+namespace chameleon::shim {
+
+std::string ExecutorDetailStats() {
+  Executor* ex = ExecutorIfOn();
+  if (ex == nullptr) return {};
+  const swap::SwapCounters& c = ex->counters;
+  std::string out;
+  const auto add = [&](const char* key, const std::atomic<std::uint64_t>& v) {
+    out += ' ';
+    out += key;
+    out += '=';
+    out += std::to_string(swap::SwapCounters::Get(v));
+  };
+  add("forced_unmaps", c.forced_unmaps);
+  add("unmaps", c.unmaps);
+  add("device_syncs", c.device_syncs);
+  add("reclaims", c.reclaims);
+  add("remap_reclaims", c.remap_reclaims);
+  add("vmm_maps", c.vmm_maps);
+  add("vmm_unmaps", c.vmm_unmaps);
+  add("vmm_reserves", c.vmm_reserves);
+  add("vmm_creates", c.vmm_creates);
+  add("chunk_creates", c.chunk_creates);
+  add("chunk_reuses", c.chunk_reuses);
+  add("range_reuses", c.range_reuses);
+  return out;
 }
 
 }  // namespace chameleon::shim

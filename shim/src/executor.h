@@ -20,9 +20,11 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "alloc_table.h"
 #include "chameleon/ipc/policy_blob.h"
+#include "program_vmm.h"
 #include "swap/counters.h"
 #include "swap/policy_runner.h"
 #include "swap/swap_engine.h"
@@ -104,8 +106,10 @@ struct ExecOp {
 /// Before an op is forwarded: the policy's triggers anchored before it, then the safety net for
 /// its tensors (`states`, in record order). A result other than CUDA_SUCCESS means the op must
 /// not be forwarded (its tensors cannot be made resident) and the wrapper returns it.
+/// `extents` (copies, memsets; null for launches): the bytes touched through each of `states`.
 CUresult ExecutorBeforeOp(Runtime& rt, Executor& ex, std::uint32_t token, CUstream stream,
-                          AllocationState* const* states, std::uint32_t n, ExecOp* op);
+                          AllocationState* const* states, std::uint32_t n, ExecOp* op,
+                          const OpExtent* extents = nullptr);
 /// After a successfully forwarded op: the policy's swap-outs anchored on it.
 void ExecutorAfterOp(Executor& ex, std::uint32_t token, CUstream stream,
                      AllocationState* const* states, std::uint32_t n, const ExecOp& op);
@@ -125,5 +129,8 @@ void ExecutorPointerScan(Runtime& rt, Executor& ex, CUstream stream, bool bounda
 void ExecutorSetPolicy(const ipc::Policy& policy);
 /// The limit in force (0 when off or undecided): SegmentHeader::device_limit_bytes.
 std::uint64_t ExecutorLimit();
+/// The engine's detail counters as " key=value" pairs (appended to the CHAMELEON_DEBUG=stats
+/// exit line after its published keys); empty when off.
+std::string ExecutorDetailStats();
 
 }  // namespace chameleon::shim

@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <cstring>
 #include <new>
 
 #include "log.h"
@@ -16,40 +17,111 @@ std::uint64_t MonotonicNs() {
          static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
+// Framing of a staged record (process-local memory, never shared).
+struct StagedHeader {
+  std::uint16_t type;
+  std::uint16_t flags;
+  std::uint32_t bytes;  // payload bytes that follow
+};
+
 }  // namespace
 
-bool Telemetry::PushLocked(ipc::RecordType type, std::uint16_t flags, const void* head,
-                           std::size_t hb, const void* tail, std::size_t tb) {
-  if (!ring_valid_) return false;
-  const ipc::PushResult r = tail == nullptr || tb == 0
-                                ? producer_.Push(type, flags, head, hb)
-                                : producer_.Push2(type, flags, head, hb, tail, tb);
-  if (r == ipc::PushResult::kOk) {
-    written_.store(written_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    return true;
+bool Telemetry::StageLocked(ipc::RecordType type, std::uint16_t flags, const void* head,
+                            std::size_t hb, const void* tail, std::size_t tb) {
+  const std::size_t need = sizeof(StagedHeader) + hb + tb;
+  if (need > staging_.size() - staging_used_) {
+    // Full: the staged stream can no longer be complete. Drop it and stop recording; the attach
+    // announces the live allocations instead (the ops so far are lost, and counted).
+    staging_on_ = false;
+    active_.store(false, std::memory_order_relaxed);
+    staging_lost_.fetch_add(staging_records_ + 1, std::memory_order_relaxed);
+    dropped_.fetch_add(staging_records_ + 1, std::memory_order_relaxed);
+    return false;
   }
-  dropped_.fetch_add(1, std::memory_order_relaxed);
-  return false;
+  std::uint8_t* p = staging_.data() + staging_used_;
+  const StagedHeader h{static_cast<std::uint16_t>(type), flags,
+                       static_cast<std::uint32_t>(hb + tb)};
+  std::memcpy(p, &h, sizeof(h));
+  if (hb != 0) std::memcpy(p + sizeof(h), head, hb);
+  if (tb != 0) std::memcpy(p + sizeof(h) + hb, tail, tb);
+  staging_used_ += need;
+  ++staging_records_;
+  return true;
 }
 
-BoundaryHit Telemetry::PushOp(ipc::RecordType type, std::uint32_t token, std::uint16_t device,
-                              const void* head, std::size_t head_bytes, const void* tail,
-                              std::size_t tail_bytes, bool capture) {
-  BoundaryHit hit;
+bool Telemetry::ReplayStagingLocked() {
+  if (!staging_on_) return false;
+  std::size_t at = 0;
+  while (at + sizeof(StagedHeader) <= staging_used_) {
+    StagedHeader h{};
+    std::memcpy(&h, staging_.data() + at, sizeof(h));
+    PushLocked(static_cast<ipc::RecordType>(h.type), h.flags, staging_.data() + at + sizeof(h),
+               h.bytes, nullptr, 0);
+    at += sizeof(h) + h.bytes;
+  }
+  return true;
+}
+
+std::vector<std::uint8_t> Telemetry::TakeStagingLocked() {
+  staging_on_ = false;
+  staging_used_ = 0;
+  staging_records_ = 0;
+  return std::move(staging_);
+}
+
+void Telemetry::StopStaging() {
+  lock_.Lock();
+  if (staging_on_) {
+    staging_lost_.fetch_add(staging_records_, std::memory_order_relaxed);
+    dropped_.fetch_add(staging_records_, std::memory_order_relaxed);
+  }
+  if (!ring_valid_) active_.store(false, std::memory_order_relaxed);
+  std::vector<std::uint8_t> staged = TakeStagingLocked();
+  lock_.Unlock();
+}
+
+inline bool Telemetry::PushOpRecordLocked(ipc::RecordType type, std::uint16_t flags,
+                                          const void* head, std::size_t hb, const void* tail,
+                                          std::size_t tb) {
+  if (tail != nullptr && tb != 0) return PushLocked(type, flags, head, hb, tail, tb);
+  // With a constant size the ring's copy is a few moves instead of a call into libc's memcpy:
+  // launches naming up to 4 tensors (16 + 8 per tensor bytes), most of them, get one.
+  switch (hb) {
+    case 16:
+      return PushLocked(type, flags, head, 16, nullptr, 0);
+    case 24:
+      return PushLocked(type, flags, head, 24, nullptr, 0);
+    case 32:
+      return PushLocked(type, flags, head, 32, nullptr, 0);
+    case 40:
+      return PushLocked(type, flags, head, 40, nullptr, 0);
+    case 48:
+      return PushLocked(type, flags, head, 48, nullptr, 0);
+    default:
+      return PushLocked(type, flags, head, hb, nullptr, 0);
+  }
+}
+
+bool Telemetry::PushOp(ipc::RecordType type, std::uint32_t token, std::uint16_t device,
+                       const void* head, std::size_t head_bytes, const void* tail,
+                       std::size_t tail_bytes, bool capture, BoundaryHit* hit) {
   if (!lock_.TryLockBounded()) {
-    dropped_.fetch_add(1, std::memory_order_relaxed);
-    return hit;
+    if (!attaching_.load(std::memory_order_relaxed)) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    lock_.Lock();  // once per connection, bounded by the staged records' copy
   }
   const std::uint16_t flags = static_cast<std::uint16_t>((detailed_ ? ipc::kFlagDetailed : 0) |
                                                          (capture ? ipc::kFlagCapture : 0));
-  if (PushLocked(type, flags, head, head_bytes, tail, tail_bytes) && !capture) {
-    if (detailed_ && device_live_ != nullptr) {
-      ipc::MemInfoRecord info{};
-      info.device = device;
-      info.bytes_live = device_live_[device < 64 ? device : 0].load(std::memory_order_relaxed);
-      PushLocked(ipc::RecordType::kMemInfo, ipc::kFlagDetailed, &info, sizeof(info), nullptr, 0);
-    }
+  if (PushOpRecordLocked(type, flags, head, head_bytes, tail, tail_bytes) && !capture &&
+      __builtin_expect(detailed_, 0) && device_live_ != nullptr) {
+    ipc::MemInfoRecord info{};
+    info.device = device;
+    info.bytes_live = device_live_[device < 64 ? device : 0].load(std::memory_order_relaxed);
+    PushLocked(ipc::RecordType::kMemInfo, ipc::kFlagDetailed, &info, sizeof(info), nullptr, 0);
   }
+  bool boundary = false;
   if (!capture) {
     // Count and match even a dropped op: the program did issue it.
     ++ops_in_iteration_;
@@ -60,12 +132,13 @@ BoundaryHit Telemetry::PushOp(ipc::RecordType type, std::uint32_t token, std::ui
       if (2 * ops_in_iteration_ < last_iteration_ops_) {
         ++ignored_matches_;
       } else {
-        hit = StepIteration(token);
+        *hit = StepIteration(token);
+        boundary = true;
       }
     }
   }
   lock_.Unlock();
-  return hit;
+  return boundary;
 }
 
 BoundaryHit Telemetry::StepIteration(std::uint32_t /*token*/) {
@@ -183,6 +256,9 @@ void Telemetry::ResetForChild() {
   lock_.Unlock();
   active_.store(false, std::memory_order_relaxed);
   ring_valid_ = false;
+  staging_on_ = false;  // the parent's staged records are the parent's
+  staging_used_ = 0;
+  staging_records_ = 0;
   header_ = nullptr;
   detailed_ = false;
   iteration_ = 0;

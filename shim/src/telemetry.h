@@ -5,6 +5,11 @@
 // daemon goes away, the shim only keeps its allocation table so that a daemon appearing later
 // can be told which allocations are live (Tracker re-announces them on attach).
 //
+// One exception keeps op counts exact: when the first, synchronous connection reaches a daemon
+// that has not answered yet, records go to a bounded process-local staging buffer (StartStaging)
+// until the handshake ends; Attach then copies them into the ring in order, so the daemon sees
+// every op from the first one. A full buffer or a failed handshake falls back to the announce.
+//
 // Thread-safety: every method may be called from any thread. The ring, the iteration matcher and
 // the detailed-mode state are guarded by `lock_` (see spin_lock.h for why a bounded spin lock).
 #pragma once
@@ -46,10 +51,11 @@ class Telemetry {
   bool active() const { return active_.load(std::memory_order_relaxed); }
 
   /// Ops: dropped (counted) if the ring is full or the lock stays busy. `capture` marks ops issued
-  /// while their stream captures a graph: flagged, and not counted towards iterations.
-  BoundaryHit PushOp(ipc::RecordType type, std::uint32_t token, std::uint16_t device,
-                     const void* head, std::size_t head_bytes, const void* tail,
-                     std::size_t tail_bytes, bool capture);
+  /// while their stream captures a graph: flagged, and not counted towards iterations. True when
+  /// the op completed an iteration boundary: `*hit` is then filled (and left alone otherwise).
+  bool PushOp(ipc::RecordType type, std::uint32_t token, std::uint16_t device, const void* head,
+              std::size_t head_bytes, const void* tail, std::size_t tail_bytes, bool capture,
+              BoundaryHit* hit);
   /// Events: never dropped for lock contention (only for a full ring).
   void PushEvent(ipc::RecordType type, const void* payload, std::size_t bytes);
   /// Called by the thread that got `hit`: records the boundary event on `stream`, then pushes the
@@ -58,20 +64,50 @@ class Telemetry {
 
   /// Attaches a ring (daemon connected) and runs `announce` under the ring lock before records
   /// flow, so the daemon sees the live allocations first. Caller holds the tracker mutex.
+  /// With a staging buffer that did not overflow, its records replace `announce` (they start
+  /// with the same announce, taken when staging started).
   template <typename Announce>
   void Attach(ipc::SegmentHeader* header, ipc::EventRingProducer producer, Announce&& announce) {
+    // The copy can hold the lock for a millisecond or two: ops wait for it instead of dropping.
+    attaching_.store(true, std::memory_order_relaxed);
     lock_.Lock();
     header_ = header;
     producer_ = producer;
     ring_valid_ = true;
-    announce();
+    if (!ReplayStagingLocked()) announce();
     active_.store(true, std::memory_order_relaxed);
+    std::vector<std::uint8_t> staged = TakeStagingLocked();
     lock_.Unlock();
+    attaching_.store(false, std::memory_order_relaxed);
   }
-  /// Only inside Attach's `announce`: pushes an AllocRecord while the ring lock is held.
+  /// Only inside Attach's or StartStaging's `announce`: pushes an AllocRecord while the ring
+  /// lock is held.
   void PushAnnounceLocked(const ipc::AllocRecord* record) {
     PushLocked(ipc::RecordType::kAlloc, 0, record, sizeof(*record), nullptr, 0);
   }
+
+  /// A daemon accepted the first connection but has not answered yet: records go to a staging
+  /// buffer of at most `bytes` (allocated here) until Attach or StopStaging, starting with
+  /// `announce` (the allocations live now). Caller holds the tracker mutex. Not while attached.
+  template <typename Announce>
+  void StartStaging(std::size_t bytes, Announce&& announce) {
+    std::vector<std::uint8_t> buffer(bytes);  // allocated outside the spin lock
+    lock_.Lock();
+    if (!ring_valid_) {
+      staging_.swap(buffer);
+      staging_used_ = 0;
+      staging_records_ = 0;
+      staging_on_ = true;
+      announce();
+      active_.store(staging_on_, std::memory_order_relaxed);
+    }
+    lock_.Unlock();
+  }
+  /// The handshake failed: staged records are dropped (counted) and recording stops until a
+  /// later Attach (which announces).
+  void StopStaging();
+  /// Records lost because the staging buffer filled up or the handshake failed (cumulative).
+  std::uint64_t staging_lost() const { return staging_lost_.load(std::memory_order_relaxed); }
   /// Stops writing (daemon gone, fork child).
   void Detach();
 
@@ -99,13 +135,37 @@ class Telemetry {
   void ResetForChild();
 
  private:
-  bool PushLocked(ipc::RecordType type, std::uint16_t flags, const void* head, std::size_t hb,
-                  const void* tail, std::size_t tb);
+  // Inline: a call here would cost a launch as much as the ring's own work.
+  [[gnu::always_inline]] bool PushLocked(ipc::RecordType type, std::uint16_t flags,
+                                         const void* head, std::size_t hb, const void* tail,
+                                         std::size_t tb) {
+    if (__builtin_expect(!ring_valid_, 0)) {
+      return staging_on_ && StageLocked(type, flags, head, hb, tail, tb);
+    }
+    const ipc::PushResult r = tail == nullptr || tb == 0
+                                  ? producer_.Push(type, flags, head, hb)
+                                  : producer_.Push2(type, flags, head, hb, tail, tb);
+    if (__builtin_expect(r == ipc::PushResult::kOk, 1)) {
+      written_.store(written_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      return true;
+    }
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  [[gnu::always_inline]] bool PushOpRecordLocked(ipc::RecordType type, std::uint16_t flags,
+                                                 const void* head, std::size_t hb, const void* tail,
+                                                 std::size_t tb);
+  bool StageLocked(ipc::RecordType type, std::uint16_t flags, const void* head, std::size_t hb,
+                   const void* tail, std::size_t tb);
+  bool ReplayStagingLocked();
+  /// Ends staging; the buffer is returned so that the caller frees it outside the lock.
+  std::vector<std::uint8_t> TakeStagingLocked();
   BoundaryHit StepIteration(std::uint32_t token);
   TimedInterval BoundaryDeviceTime(std::uint64_t boundary, CUstream stream, bool capturing);
   TimedInterval NewestCompletedLocked(std::uint64_t boundary);
 
   std::atomic<bool> active_{false};
+  std::atomic<bool> attaching_{false};  // Attach holds lock_ (ops wait rather than drop)
   SpinLock lock_;
   // --- guarded by lock_ ---
   ipc::SegmentHeader* header_ = nullptr;
@@ -118,6 +178,11 @@ class Telemetry {
   bool boundary_seen_ = false;            // since the signature was set
   std::vector<std::uint32_t> signature_;  // the one the matcher holds (to ignore re-sends)
   std::uint64_t iteration_ = 0;
+  // Staging before the first attach: records framed as StagedHeader + payload.
+  std::vector<std::uint8_t> staging_;
+  std::size_t staging_used_ = 0;
+  std::uint64_t staging_records_ = 0;
+  bool staging_on_ = false;  // records go to staging_ (false again once it overflowed)
   bool detailed_ = false;
   std::uint32_t detailed_seq_ = 0;
   // --- written under lock_, read anywhere ---
@@ -126,6 +191,7 @@ class Telemetry {
   std::atomic<std::uint64_t> iterations_{0};
   std::atomic<std::uint64_t> detail_done_{0};
   std::atomic<std::uint32_t> detail_requested_{0};
+  std::atomic<std::uint64_t> staging_lost_{0};
   // --- boundary events, guarded by events_mu_ (try-locked; a busy mutex skips timing) ---
   // Boundary b records its event in slot b % kEventSlots; event_boundary_ says which boundary a
   // slot holds (0 = none), so an interval is timed only between two consecutive boundaries.

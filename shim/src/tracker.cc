@@ -125,8 +125,9 @@ void TrackVmmMap(Runtime& rt, std::uint64_t address, std::uint64_t bytes,
       exported = it->second.exported;
     }
   }
-  // Physical bytes were counted at cuMemCreate; the mapping is the visible "tensor".
-  // The program's own VMM stays its own: tracked, never swapped while the executor is on.
+  // Physical bytes were counted at cuMemCreate; the mapping is the visible "tensor". A driver
+  // handle's mapping stays the program's: tracked, never swapped while the executor is on
+  // (virtual handles are mapped by ProgramVmmMap instead).
   TrackAlloc(rt, address, bytes, ipc::AllocKind::kVmmMap, 0, device, false,
              ExecutorIfOn() != nullptr ? 0 : -1);
   if (exported) MarkNeverSwapAddress(rt, address);
@@ -151,8 +152,8 @@ void MarkNeverSwapHandle(Runtime& rt, CUmemGenericAllocationHandle handle) {
   std::lock_guard<std::mutex> lock(rt.tracker_mu);
   auto it = rt.vmm_handles.find(handle);
   if (it != rt.vmm_handles.end()) it->second.exported = true;
-  // Mappings made before the export: the executor (issue 9) will map handles to its ranges; until
-  // then a mapping's flag is set at cuMemMap time.
+  // A driver handle's mappings get the flag at cuMemMap time. Virtual handles (program_vmm.h)
+  // never get here: they cannot be exported.
 }
 
 }  // namespace chameleon::shim

@@ -36,7 +36,11 @@ inline bool RecordingOps(Runtime& rt) {
 }
 
 /// True while `stream` captures a graph. Free unless some stream is capturing.
-bool StreamCapturing(const Runtime& rt, CUstream stream);
+bool StreamCapturingSlow(const Runtime& rt, CUstream stream);
+inline bool StreamCapturing(const Runtime& rt, CUstream stream) {
+  if (__builtin_expect(rt.active_captures.load(std::memory_order_relaxed) <= 0, 1)) return false;
+  return StreamCapturingSlow(rt, stream);
+}
 
 // --- Ops: Begin* before forwarding to the driver, End* after it succeeded. -------------------
 // Begin collects the op's tensors (the tracked allocations its arguments point into) and, with the
@@ -44,6 +48,10 @@ bool StreamCapturing(const Runtime& rt, CUstream stream);
 // Begin result other than CUDA_SUCCESS means "do not forward; return this". End pushes the record
 // (daemon attached) and runs the policy's swap-outs and the iteration boundary. With neither a
 // daemon nor the executor, Begin returns at once and End does nothing.
+//
+// Cost (docs/benchmarks.md, shim_bench): the op structs are plain locals of the wrapper; Begin
+// fills them with a handful of stores (the scan keeps its counters in registers), End reads
+// them back once. Executor off: one extra load and branch per op over the recording path.
 
 /// State shared by every kind of op between Begin and End.
 struct PendingOp {
@@ -57,14 +65,14 @@ struct PendingOp {
 };
 
 /// A launch: the LaunchRecord (two words) followed by the tensor ids, so the ring gets one
-/// contiguous copy, and each tensor's state for the executor.
+/// contiguous copy, and each tensor's state for the executor. The arrays are written only up to
+/// `count` (never zero-filled: a launch must not pay for 1 KiB of stores).
 struct LaunchOp : PendingOp {
   static constexpr std::size_t kHeadWords = sizeof(ipc::LaunchRecord) / sizeof(std::uint64_t);
-  std::uint64_t words[kHeadWords + ipc::kMaxLaunchTensors];
-  AllocationState* states[ipc::kMaxLaunchTensors];
   std::uint16_t count = 0;
   std::uint16_t device = 0;
-  int budget = 256;  ///< 8-byte words still to scan
+  std::uint64_t words[kHeadWords + ipc::kMaxLaunchTensors];
+  AllocationState* states[ipc::kMaxLaunchTensors];
   std::uint64_t* ids() { return words + kHeadWords; }
 };
 
@@ -77,9 +85,7 @@ struct CopyOp : PendingOp {
   std::uint32_t count = 0;
 };
 
-CUresult BeginLaunch(Runtime& rt, const void* function, CUstream stream, void** params,
-                     void** extra, LaunchOp* op);
-void EndLaunch(Runtime& rt, LaunchOp* op);
+// BeginLaunch / EndLaunch: inline, in op_path.h.
 CUresult BeginGraphLaunch(Runtime& rt, CUstream stream, PendingOp* op);
 void EndGraphLaunch(Runtime& rt, PendingOp* op);
 /// `token` 0 = decide the direction from which side is tracked (unified/peer copies).

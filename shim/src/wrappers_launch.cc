@@ -1,5 +1,5 @@
 // Exported launch entry points (legacy and per-thread-default-stream flavours).
-#include "wrapper_util.h"
+#include "op_path.h"
 
 namespace chameleon::shim {
 namespace {

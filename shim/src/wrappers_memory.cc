@@ -1,5 +1,6 @@
 // Exported allocation, free, VMM, memory-info and export entry points.
 #include "executor.h"
+#include "program_vmm.h"
 #include "tracker.h"
 #include "wrapper_util.h"
 
@@ -25,6 +26,9 @@ using GetInfoFn = CUresult (*)(size_t*, size_t*);
 using IpcGetFn = CUresult (*)(CUipcMemHandle*, CUdeviceptr);
 using ExportFn = CUresult (*)(void*, CUmemGenericAllocationHandle, CUmemAllocationHandleType,
                               unsigned long long);
+using SetAccessFn = CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t);
+using PropsFn = CUresult (*)(CUmemAllocationProp*, CUmemGenericAllocationHandle);
+using RetainFn = CUresult (*)(CUmemGenericAllocationHandle*, void*);
 
 std::uint64_t StreamValue(CUstream s, bool per_thread) {
   return reinterpret_cast<std::uint64_t>(EffectiveStream(s, per_thread));
@@ -190,8 +194,13 @@ CHAMELEON_WRAPPER(cuMemCreate, (CUmemGenericAllocationHandle * handle, size_t by
   const std::uint16_t device = on_device ? static_cast<std::uint16_t>(prop->location.id) : 0;
   Executor* ex = on_device ? DecideExecutor(rt) : nullptr;
   if (ex != nullptr && device != ex->device) ex = nullptr;
-  // The program's own physical memory: never swapped (a tensor spanning several of its pages is
-  // named by launches through its first page only), but counted against the limit.
+  // A handle the executor can serve is virtual (program_vmm.h): memory only once mapped.
+  if (CUresult virtual_result;
+      ex != nullptr && ProgramVmmCreate(rt, *ex, handle, bytes, prop, flags, &virtual_result)) {
+    return virtual_result;
+  }
+  // Any other handle is the program's own physical memory: never swapped, but counted against
+  // the limit.
   const CUresult r = PassThroughAlloc(ex, bytes, [&] { return real(handle, bytes, prop, flags); });
   if (r == CUDA_SUCCESS && handle != nullptr) {
     RecordingOps(rt);
@@ -206,6 +215,9 @@ CHAMELEON_WRAPPER(cuMemCreate, (CUmemGenericAllocationHandle * handle, size_t by
 CHAMELEON_WRAPPER(cuMemRelease, (CUmemGenericAllocationHandle handle)) {
   Runtime& rt = Enter(kSym_cuMemRelease);
   CHAMELEON_REAL(rt, cuMemRelease, ReleaseFn);
+  if (CUresult virtual_result; Tracking(rt) && ProgramVmmRelease(rt, handle, &virtual_result)) {
+    return virtual_result;
+  }
   const CUresult r = real(handle);
   if (r == CUDA_SUCCESS && Tracking(rt)) {
     VmmHandle released;
@@ -222,10 +234,17 @@ CHAMELEON_WRAPPER(cuMemMap, (CUdeviceptr ptr, size_t bytes, size_t offset,
                              CUmemGenericAllocationHandle handle, unsigned long long flags)) {
   Runtime& rt = Enter(kSym_cuMemMap);
   CHAMELEON_REAL(rt, cuMemMap, MapFn);
+  if (!Tracking(rt)) return real(ptr, bytes, offset, handle, flags);
+  if (CUresult virtual_result;
+      ProgramVmmMap(rt, ExecutorIfOn(), ptr, bytes, offset, handle, flags, &virtual_result)) {
+    return virtual_result;
+  }
+  if (const CUresult e = ProgramVmmCheckRealMap(ptr, bytes); e != CUDA_SUCCESS) return e;
   const CUresult r = real(ptr, bytes, offset, handle, flags);
-  if (r == CUDA_SUCCESS && Tracking(rt)) {
+  if (r == CUDA_SUCCESS) {
     RecordingOps(rt);
     TrackVmmMap(rt, ptr, bytes, handle);
+    ProgramVmmNoteRealMap(ptr, bytes);
   }
   return r;
 }
@@ -233,8 +252,16 @@ CHAMELEON_WRAPPER(cuMemMap, (CUdeviceptr ptr, size_t bytes, size_t offset,
 CHAMELEON_WRAPPER(cuMemUnmap, (CUdeviceptr ptr, size_t bytes)) {
   Runtime& rt = Enter(kSym_cuMemUnmap);
   CHAMELEON_REAL(rt, cuMemUnmap, UnmapFn);
+  if (!Tracking(rt)) return real(ptr, bytes);
+  if (CUresult virtual_result;
+      ProgramVmmUnmap(rt, ExecutorIfOn(), ptr, bytes, real, &virtual_result)) {
+    return virtual_result;
+  }
   const CUresult r = real(ptr, bytes);
-  if (r == CUDA_SUCCESS && Tracking(rt)) TrackVmmUnmap(rt, ptr, bytes);
+  if (r == CUDA_SUCCESS) {
+    TrackVmmUnmap(rt, ptr, bytes);
+    ProgramVmmForgetRealMaps(ptr, bytes);
+  }
   return r;
 }
 
@@ -249,6 +276,9 @@ CHAMELEON_WRAPPER(cuMemAddressReserve, (CUdeviceptr * ptr, size_t bytes, size_t 
 CHAMELEON_WRAPPER(cuMemAddressFree, (CUdeviceptr ptr, size_t bytes)) {
   Runtime& rt = Enter(kSym_cuMemAddressFree);
   CHAMELEON_REAL(rt, cuMemAddressFree, AddressFreeFn);
+  if (Tracking(rt)) {
+    if (const CUresult e = ProgramVmmCheckAddressFree(ptr, bytes); e != CUDA_SUCCESS) return e;
+  }
   return real(ptr, bytes);
 }
 
@@ -281,7 +311,43 @@ CHAMELEON_WRAPPER(cuMemExportToShareableHandle,
                    CUmemAllocationHandleType type, unsigned long long flags)) {
   Runtime& rt = Enter(kSym_cuMemExportToShareableHandle);
   CHAMELEON_REAL(rt, cuMemExportToShareableHandle, ExportFn);
+  // A virtual handle was created without shareable handle types: the driver's refusal.
+  if (Tracking(rt) && ProgramVmmIsVirtual(handle)) return CUDA_ERROR_INVALID_VALUE;
   const CUresult r = real(shareable, handle, type, flags);
   if (r == CUDA_SUCCESS && Tracking(rt)) MarkNeverSwapHandle(rt, handle);
   return r;
+}
+
+// Virtualised mappings (program_vmm.h) get the engine's access on every map; the driver's own
+// mappings in the range get the call.
+CHAMELEON_WRAPPER(cuMemSetAccess,
+                  (CUdeviceptr ptr, size_t bytes, const CUmemAccessDesc* desc, size_t count)) {
+  Runtime& rt = Enter(kSym_cuMemSetAccess);
+  CHAMELEON_REAL(rt, cuMemSetAccess, SetAccessFn);
+  if (CUresult virtual_result; Tracking(rt) && ProgramVmmSetAccess(ExecutorIfOn(), ptr, bytes, desc,
+                                                                   count, real, &virtual_result)) {
+    return virtual_result;
+  }
+  return real(ptr, bytes, desc, count);
+}
+
+CHAMELEON_WRAPPER(cuMemGetAllocationPropertiesFromHandle,
+                  (CUmemAllocationProp * prop, CUmemGenericAllocationHandle handle)) {
+  Runtime& rt = Enter(kSym_cuMemGetAllocationPropertiesFromHandle);
+  CHAMELEON_REAL(rt, cuMemGetAllocationPropertiesFromHandle, PropsFn);
+  if (CUresult virtual_result;
+      Tracking(rt) && ProgramVmmProperties(prop, handle, &virtual_result)) {
+    return virtual_result;
+  }
+  return real(prop, handle);
+}
+
+CHAMELEON_WRAPPER(cuMemRetainAllocationHandle,
+                  (CUmemGenericAllocationHandle * handle, void* address)) {
+  Runtime& rt = Enter(kSym_cuMemRetainAllocationHandle);
+  CHAMELEON_REAL(rt, cuMemRetainAllocationHandle, RetainFn);
+  if (CUresult virtual_result; Tracking(rt) && ProgramVmmRetain(handle, address, &virtual_result)) {
+    return virtual_result;
+  }
+  return real(handle, address);
 }

@@ -54,6 +54,10 @@ std::vector<Record> FakeClient::Drain() {
 
 bool FakeDaemon::Start(const std::string& path) {
   path_ = path;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = false;
+  }
   ::unlink(path.c_str());
   listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) return false;
@@ -73,6 +77,11 @@ bool FakeDaemon::Start(const std::string& path) {
 
 void FakeDaemon::Stop() {
   if (listen_fd_ < 0) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;  // releases an accept thread waiting in a held handshake
+  }
+  cv_.notify_all();
   const char c = 'x';
   const ssize_t ignored = ::write(wake_pipe_[1], &c, 1);
   (void)ignored;
@@ -99,7 +108,18 @@ void FakeDaemon::AcceptLoop() {
     if (fds[1].revents != 0) return;
     if (fds[0].revents & POLLIN) {
       const int sock = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (sock >= 0) Handshake(sock);
+      if (sock < 0) continue;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        ++accepted_;
+        cv_.notify_all();
+        cv_.wait(lock, [&] { return !hold_ || stopping_; });
+        if (stopping_) {
+          ::close(sock);
+          return;
+        }
+      }
+      Handshake(sock);
     }
   }
 }
@@ -134,6 +154,19 @@ void FakeDaemon::Handshake(int sock) {
   }
   clients_.push_back(std::move(client));
   cv_.notify_all();
+}
+
+void FakeDaemon::HoldHandshakes(bool hold) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_ = hold;
+  }
+  cv_.notify_all();
+}
+
+std::size_t FakeDaemon::accepted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return accepted_;
 }
 
 bool FakeDaemon::WaitForClients(std::size_t count, int timeout_ms) {

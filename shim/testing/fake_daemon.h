@@ -74,6 +74,11 @@ class FakeDaemon {
   FakeClient* client(std::size_t index);
   /// Closes the connection of client `index` (the shim sees the daemon go away).
   void Disconnect(std::size_t index);
+  /// While held, an accepted connection waits for its handshake (a daemon slow to answer: the
+  /// shim's HELLO stays unread and no WELCOME is sent) until HoldHandshakes(false).
+  void HoldHandshakes(bool hold);
+  /// Connections accepted so far (handshaken or not).
+  std::size_t accepted();
 
  private:
   void AcceptLoop();
@@ -87,6 +92,9 @@ class FakeDaemon {
   std::condition_variable cv_;
   std::vector<std::unique_ptr<FakeClient>> clients_;
   std::uint32_t next_id_ = 1;
+  bool hold_ = false;         // guarded by mu_
+  bool stopping_ = false;     // guarded by mu_
+  std::size_t accepted_ = 0;  // guarded by mu_
 };
 
 }  // namespace chameleon::shim::testing

@@ -147,6 +147,30 @@ std::map<std::string, Invoke> Invocations() {
   m["cuMemMap"] = [=](void* f, Res& r) { map_cycle(r, nullptr, f, nullptr, nullptr); };
   m["cuMemUnmap"] = [=](void* f, Res& r) { map_cycle(r, nullptr, nullptr, f, nullptr); };
   m["cuMemAddressFree"] = [=](void* f, Res& r) { map_cycle(r, nullptr, nullptr, nullptr, f); };
+  m["cuMemSetAccess"] = [](void* f, Res& r) {
+    CUdeviceptr va;
+    CHECK_CU(cuMemAddressReserve(&va, r.granularity, 0, 0, 0));
+    CUmemGenericAllocationHandle h = NewHandle(r);
+    CHECK_CU(cuMemMap(va, r.granularity, 0, h, 0));
+    CUmemAccessDesc access{};
+    access.location = r.prop.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CHECK_CU(As<decltype(&cuMemSetAccess)>(f)(va, r.granularity, &access, 1));
+    CHECK_CU(cuMemUnmap(va, r.granularity));
+    CHECK_CU(cuMemRelease(h));
+    CHECK_CU(cuMemAddressFree(va, r.granularity));
+  };
+  m["cuMemGetAllocationPropertiesFromHandle"] = [](void* f, Res& r) {
+    CUmemGenericAllocationHandle h = NewHandle(r);
+    CUmemAllocationProp prop{};
+    CHECK_CU(As<decltype(&cuMemGetAllocationPropertiesFromHandle)>(f)(&prop, h));
+    CHECK_CU(cuMemRelease(h));
+  };
+  m["cuMemRetainAllocationHandle"] = [](void* f, Res& r) {
+    CUmemGenericAllocationHandle h = 0;
+    // simgpu does not implement it (NOT_SUPPORTED): only the call counts here.
+    As<decltype(&cuMemRetainAllocationHandle)>(f)(&h, reinterpret_cast<void*>(r.d1));
+  };
   m["cuMemGetInfo"] = [](void* f, Res&) {
     size_t free_bytes, total;
     CHECK_CU(As<decltype(&cuMemGetInfo)>(f)(&free_bytes, &total));

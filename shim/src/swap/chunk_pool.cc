@@ -73,7 +73,7 @@ bool ChunkPool::CreateChunk(std::uint32_t* chunk) {
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = device_;
   CUmemGenericAllocationHandle h = 0;
-  counters_->Add(counters_->vmm_calls);
+  counters_->Vmm(counters_->vmm_creates);
   if (api_->mem_create(&h, chunk_bytes_, &prop, 0) != CUDA_SUCCESS) return false;
   counters_->Add(counters_->chunk_creates);
   created_bytes_ += chunk_bytes_;
@@ -86,46 +86,62 @@ bool ChunkPool::CreateChunk(std::uint32_t* chunk) {
     id = static_cast<std::uint32_t>(chunks_.size());
     chunks_.emplace_back();
   }
-  chunks_[id] = Chunk{h, nullptr, chunks_[id].epoch + 1, -1};
+  chunks_[id] = Chunk{h, nullptr, chunks_[id].epoch + 1, 0};
   *chunk = id;
   return true;
 }
 
-void ChunkPool::RemoveFromPool(std::uint32_t chunk) {
-  Chunk& c = chunks_[chunk];
-  const auto pos = static_cast<std::size_t>(c.pool_pos);
-  pool_[pos] = pool_.back();
-  chunks_[pool_[pos]].pool_pos = static_cast<std::int64_t>(pos);
-  pool_.pop_back();
-  c.pool_pos = -1;
+void ChunkPool::AddToPool(std::uint32_t chunk, bool front) {
+  chunks_[chunk].pool_seq = ++next_seq_;
+  if (front) {
+    pool_.push_front({chunk, next_seq_});
+  } else {
+    pool_.push_back({chunk, next_seq_});
+  }
+  ++pooled_;
 }
 
-CUresult ChunkPool::Take(std::uint32_t n, CUstream wait_stream, std::vector<std::uint32_t>* out) {
+void ChunkPool::RemoveFromPool(std::uint32_t chunk) {
+  chunks_[chunk].pool_seq = 0;  // its entry goes stale
+  --pooled_;
+  MaybeCompact();
+}
+
+void ChunkPool::MaybeCompact() {
+  if (pool_.size() < 64 || pool_.size() < 2 * pooled_) return;
+  std::deque<Entry> live;
+  for (const Entry& e : pool_) {
+    if (Live(e)) live.push_back(e);
+  }
+  pool_.swap(live);
+}
+
+CUresult ChunkPool::Take(std::uint32_t n, CUstream wait_stream, std::vector<std::uint32_t>* out,
+                         std::vector<Fence*>* fences) {
   const std::uint64_t can_create = room_bytes() / chunk_bytes_;
-  if (pool_.size() + can_create < n) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (pooled_ + can_create < n) return CUDA_ERROR_OUT_OF_MEMORY;
   const std::size_t first = out->size();
   Fence* last_waited = nullptr;
   std::uint64_t reused = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
     std::uint32_t id;
+    while (!pool_.empty() && !Live(pool_.front())) pool_.pop_front();
     if (!pool_.empty()) {
-      id = pool_.back();
+      id = pool_.front().chunk;
+      pool_.pop_front();
       RemoveFromPool(id);
       ++reused;
       // Consecutive chunks usually share the fence of the swap-out that freed them: one wait.
       Fence* f = chunks_[id].fence;
-      if (f && f != last_waited) {
+      if (!fences && f && f != last_waited) {
         api_->stream_wait_event(wait_stream, f->event, 0);
         last_waited = f;
       }
     } else if (!CreateChunk(&id)) {
       // The driver refused below our limit (other memory in use): put back what we took, with
       // the fences they carried (a later taker on another stream must still wait on them).
-      for (std::size_t k = out->size(); k-- > first;) {
-        Chunk& c = chunks_[(*out)[k]];
-        c.pool_pos = static_cast<std::int64_t>(pool_.size());
-        pool_.push_back((*out)[k]);
-      }
+      // At the front, in their old order: they stay the next to be taken.
+      for (std::size_t k = out->size(); k-- > first;) AddToPool((*out)[k], /*front=*/true);
       out->resize(first);
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -135,7 +151,11 @@ CUresult ChunkPool::Take(std::uint32_t n, CUstream wait_stream, std::vector<std:
   // Committed: the taker's stream now waits on every fence; drop them and start a new epoch.
   for (std::size_t k = first; k < out->size(); ++k) {
     Chunk& c = chunks_[(*out)[k]];
-    fences_->Unref(c.fence);
+    if (fences) {
+      fences->push_back(c.fence);  // the reference moves to the caller
+    } else {
+      fences_->Unref(c.fence);
+    }
     c.fence = nullptr;
     ++c.epoch;
   }
@@ -146,22 +166,32 @@ void ChunkPool::Release(const std::vector<std::uint32_t>& chunks, Fence* fence,
                         std::vector<std::uint64_t>* epochs) {
   if (epochs) epochs->clear();
   for (std::uint32_t id : chunks) {
-    Chunk& c = chunks_[id];
-    if (fence) FencePool::Ref(fence);
-    c.fence = fence;
-    c.pool_pos = static_cast<std::int64_t>(pool_.size());
-    pool_.push_back(id);
-    if (epochs) epochs->push_back(c.epoch);
+    const std::uint64_t epoch = ReleaseOne(id, fence);
+    if (epochs) epochs->push_back(epoch);
   }
+}
+
+std::uint64_t ChunkPool::ReleaseOne(std::uint32_t chunk, Fence* fence) {
+  Chunk& c = chunks_[chunk];
+  if (fence) FencePool::Ref(fence);
+  c.fence = fence;
+  AddToPool(chunk, /*front=*/false);
+  return c.epoch;
+}
+
+bool ChunkPool::Intact(const std::vector<std::uint32_t>& chunks,
+                       const std::vector<std::uint64_t>& epochs) const {
+  if (chunks.empty() || chunks.size() != epochs.size()) return false;
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const Chunk& c = chunks_[chunks[i]];
+    if (c.pool_seq == 0 || c.epoch != epochs[i]) return false;
+  }
+  return true;
 }
 
 bool ChunkPool::Reclaim(const std::vector<std::uint32_t>& chunks,
                         const std::vector<std::uint64_t>& epochs) {
-  if (chunks.size() != epochs.size()) return false;
-  for (std::size_t i = 0; i < chunks.size(); ++i) {
-    const Chunk& c = chunks_[chunks[i]];
-    if (c.pool_pos < 0 || c.epoch != epochs[i]) return false;
-  }
+  if (!Intact(chunks, epochs)) return false;
   for (std::uint32_t id : chunks) {
     RemoveFromPool(id);
     Chunk& c = chunks_[id];
@@ -174,15 +204,17 @@ bool ChunkPool::Reclaim(const std::vector<std::uint32_t>& chunks,
 
 std::uint64_t ChunkPool::Trim() {
   std::uint64_t released = 0;
-  for (std::size_t i = pool_.size(); i-- > 0;) {
-    const std::uint32_t id = pool_[i];
+  std::vector<std::uint32_t> idle;
+  for (const Entry& e : pool_) {
+    if (Live(e) && fences_->Done(chunks_[e.chunk].fence)) idle.push_back(e.chunk);
+  }
+  for (const std::uint32_t id : idle) {
     Chunk& c = chunks_[id];
-    if (!fences_->Done(c.fence)) continue;
     RemoveFromPool(id);
     fences_->Unref(c.fence);
-    counters_->Add(counters_->vmm_calls);
+    counters_->Vmm(counters_->vmm_creates);
     api_->mem_release(c.handle);
-    c = Chunk{0, nullptr, c.epoch + 1, -1};
+    c = Chunk{0, nullptr, c.epoch + 1, 0};
     dead_.push_back(id);
     created_bytes_ -= chunk_bytes_;
     released += chunk_bytes_;

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "swap/counters.h"
@@ -71,19 +72,32 @@ class ChunkPool {
   void set_limit_bytes(std::uint64_t bytes) { limit_bytes_ = bytes; }
   /// Bytes that may still be created: limit - created - external (0 when over).
   std::uint64_t room_bytes() const;
-  std::size_t pooled() const { return pool_.size(); }
+  std::size_t pooled() const { return pooled_; }
 
-  /// Takes `n` chunks, all or nothing: pooled ones first (LIFO), then new ones while the limit
-  /// allows. `wait_stream` is made to wait on the fences of reused chunks. CUDA_ERROR_OUT_OF_MEMORY
-  /// when the limit (or the driver) refuses: the caller evicts and retries.
-  CUresult Take(std::uint32_t n, CUstream wait_stream, std::vector<std::uint32_t>* out);
+  /// Takes `n` chunks, all or nothing: pooled ones first, oldest release first (FIFO), then new
+  /// ones while the limit allows. FIFO because the oldest fences are the likeliest to have
+  /// completed (the taker's wait costs nothing), and the chunks a swapped-out tensor released
+  /// most recently stay intact longest, so its swap-in can still reclaim them (no copy, and no
+  /// unmap of its stale range, which would synchronise the device). `wait_stream` is made to wait
+  /// on the fences of reused chunks. CUDA_ERROR_OUT_OF_MEMORY when the limit (or the driver)
+  /// refuses: the caller evicts and retries.
+  /// With `fences` (not null), nothing waits: each taken chunk's fence (or null) is appended,
+  /// with its reference, in `out`'s order — the caller waits per chunk, so that a copy into the
+  /// first chunks can start while a swap-out still empties the last ones.
+  CUresult Take(std::uint32_t n, CUstream wait_stream, std::vector<std::uint32_t>* out,
+                std::vector<Fence*>* fences = nullptr);
   /// Returns chunks to the pool, reusable once `fence` completes (a reference per chunk is
   /// taken). `epochs` receives each chunk's epoch, for Reclaim.
   void Release(const std::vector<std::uint32_t>& chunks, Fence* fence,
                std::vector<std::uint64_t>* epochs);
+  /// Release of one chunk (a reference to `fence` is taken); returns its epoch, for Reclaim.
+  std::uint64_t ReleaseOne(std::uint32_t chunk, Fence* fence);
   /// Takes back exactly these chunks if none was reused since Release (epochs unchanged): their
   /// contents are then intact. All or nothing.
   bool Reclaim(const std::vector<std::uint32_t>& chunks, const std::vector<std::uint64_t>& epochs);
+  /// True when Reclaim would succeed (all pooled, none reused since Release).
+  bool Intact(const std::vector<std::uint32_t>& chunks,
+              const std::vector<std::uint64_t>& epochs) const;
   CUmemGenericAllocationHandle handle(std::uint32_t chunk) const { return chunks_[chunk].handle; }
   /// Releases (cuMemRelease) pooled chunks whose fence has completed. Returns bytes released.
   std::uint64_t Trim();
@@ -93,9 +107,18 @@ class ChunkPool {
     CUmemGenericAllocationHandle handle = 0;
     Fence* fence = nullptr;      // while pooled: wait on this before writing
     std::uint64_t epoch = 0;     // bumped on every Take
-    std::int64_t pool_pos = -1;  // index in pool_, -1 when in use
+    std::uint64_t pool_seq = 0;  // release sequence number while pooled, 0 when in use
   };
+  /// An entry of the FIFO; stale (skipped) once the chunk left the pool or was released again.
+  struct Entry {
+    std::uint32_t chunk = 0;
+    std::uint64_t seq = 0;
+  };
+  bool Live(const Entry& e) const { return chunks_[e.chunk].pool_seq == e.seq; }
+  void AddToPool(std::uint32_t chunk, bool front);
   void RemoveFromPool(std::uint32_t chunk);
+  /// Drops stale entries once they outnumber the live ones.
+  void MaybeCompact();
   bool CreateChunk(std::uint32_t* chunk);
 
   const DriverApi* api_;
@@ -106,8 +129,10 @@ class ChunkPool {
   std::uint64_t limit_bytes_;
   const std::atomic<std::uint64_t>* external_bytes_;
   std::uint64_t created_bytes_ = 0;
-  std::vector<Chunk> chunks_;        // every chunk ever created (index = id)
-  std::vector<std::uint32_t> pool_;  // free chunk ids, LIFO
+  std::vector<Chunk> chunks_;  // every chunk ever created (index = id)
+  std::deque<Entry> pool_;     // free chunks in release order, with stale entries (lazy removal)
+  std::size_t pooled_ = 0;     // live entries
+  std::uint64_t next_seq_ = 0;
   std::vector<std::uint32_t> dead_;  // ids of released chunks, for reuse of the slot
 };
 

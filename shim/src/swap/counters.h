@@ -32,6 +32,16 @@ struct SwapCounters {
   std::atomic<std::uint64_t> host_pool_full{0};  ///< swap-outs refused by the host cap
   std::atomic<std::uint64_t> policy_ignored{0};  ///< policy entries that matched nothing live
   std::atomic<std::uint64_t> policy_generation{0};  ///< generation in force
+  // --- vmm_calls split by kind (their sum is vmm_calls) and device-wide synchronisations ---
+  std::atomic<std::uint64_t> vmm_maps{0};      ///< cuMemMap + cuMemSetAccess
+  std::atomic<std::uint64_t> vmm_unmaps{0};    ///< cuMemUnmap (== unmaps)
+  std::atomic<std::uint64_t> vmm_reserves{0};  ///< cuMemAddressReserve + cuMemAddressFree
+  std::atomic<std::uint64_t> vmm_creates{0};   ///< cuMemCreate + cuMemRelease (pooling: ~0)
+  /// Engine-caused device-wide synchronisations: batches of cuMemUnmap (the first of a batch
+  /// synchronises the device on simgpu; CUDA documents cuMemUnmap as synchronising) and drains.
+  std::atomic<std::uint64_t> device_syncs{0};
+  std::atomic<std::uint64_t> remap_reclaims{0};  ///< reclaims that had to map the chunks again
+  std::atomic<std::uint64_t> range_reuses{0};    ///< allocations served by a freed range as is
   // --- per iteration, set by CloseIteration() at each boundary (slot 7) ---
   std::atomic<std::uint64_t> iterations{0};                     ///< boundaries closed
   std::atomic<std::uint64_t> last_iteration_vmm_calls{0};       ///< vmm_calls in the last one
@@ -40,6 +50,11 @@ struct SwapCounters {
 
   void Add(std::atomic<std::uint64_t>& c, std::uint64_t v = 1) {
     c.fetch_add(v, std::memory_order_relaxed);
+  }
+  /// One VMM driver call of `kind` (one of the vmm_* fields): counted there and in vmm_calls.
+  void Vmm(std::atomic<std::uint64_t>& kind, std::uint64_t v = 1) {
+    Add(vmm_calls, v);
+    Add(kind, v);
   }
   static std::uint64_t Get(const std::atomic<std::uint64_t>& c) {
     return c.load(std::memory_order_relaxed);

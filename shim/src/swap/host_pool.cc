@@ -6,18 +6,29 @@ HostPool::~HostPool() {
   while (!cached_.empty()) FreeOne(cached_.begin());
 }
 
-void HostPool::FreeOne(std::multimap<std::size_t, void*>::iterator it) {
-  api_->mem_free_host(it->second);
+void HostPool::FreeOne(std::multimap<std::size_t, Cached>::iterator it) {
+  // A copy may still read (or write) the buffer: freeing pinned memory under it is undefined.
+  if (Fence* f = it->second.fence) {
+    if (!fences_->Done(f)) api_->event_synchronize(f->event);
+    fences_->Unref(f);
+  }
+  api_->mem_free_host(it->second.buffer);
   held_bytes_ -= it->first;
   cached_.erase(it);
   counters_->host_pool_bytes.store(held_bytes_, std::memory_order_relaxed);
 }
 
-void* HostPool::Acquire(std::size_t bytes) {
+void* HostPool::Acquire(std::size_t bytes, Fence** fence) {
+  if (fence) *fence = nullptr;
   if (auto it = cached_.find(bytes); it != cached_.end()) {
-    void* p = it->second;
+    const Cached c = it->second;
     cached_.erase(it);
-    return p;
+    if (fence) {
+      *fence = c.fence;
+    } else if (c.fence) {
+      fences_->Unref(c.fence);  // the caller orders its use otherwise
+    }
+    return c.buffer;
   }
   if (bytes > cap_bytes_) return nullptr;
   // Make room under the cap by dropping idle buffers of other sizes, largest first.
@@ -31,8 +42,14 @@ void* HostPool::Acquire(std::size_t bytes) {
   return p;
 }
 
-void HostPool::Release(void* buffer, std::size_t bytes) {
-  if (buffer) cached_.emplace(bytes, buffer);
+void HostPool::Release(void* buffer, std::size_t bytes, Fence* fence) {
+  if (!buffer) return;
+  if (fence && fences_) {
+    FencePool::Ref(fence);
+  } else {
+    fence = nullptr;
+  }
+  cached_.emplace(bytes, Cached{buffer, fence});
 }
 
 }  // namespace chameleon::shim::swap

@@ -290,4 +290,20 @@ std::vector<CUdeviceptr> FindPointerTargets(const DriverApi& api, std::span<cons
   return ScanPointerTables(api, ranges, options).targets;
 }
 
+std::vector<std::vector<std::uint8_t>> EncodePointerTargets(std::uint64_t scan,
+                                                            std::span<const std::uint64_t> ids) {
+  std::vector<std::uint64_t> kept;
+  for (std::uint64_t id : ids)
+    if (id != ipc::kNoAllocation) kept.push_back(id);
+  std::vector<std::vector<std::uint8_t>> records;
+  for (std::size_t at = 0; at < kept.size(); at += ipc::kMaxPointerTargetsPerRecord) {
+    const std::size_t n = std::min(kept.size() - at, ipc::kMaxPointerTargetsPerRecord);
+    const ipc::PointerTargetsRecord head{static_cast<std::uint32_t>(n), 0, scan};
+    std::vector<std::uint8_t>& out = records.emplace_back(sizeof(head) + n * sizeof(std::uint64_t));
+    std::memcpy(out.data(), &head, sizeof(head));
+    std::memcpy(out.data() + sizeof(head), kept.data() + at, n * sizeof(std::uint64_t));
+  }
+  return records;
+}
+
 }  // namespace chameleon::shim::swap

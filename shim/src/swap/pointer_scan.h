@@ -26,6 +26,7 @@
 #include <span>
 #include <vector>
 
+#include "chameleon/ipc/event_records.h"
 #include "swap/driver_api.h"
 
 namespace chameleon::shim::swap {
@@ -137,5 +138,11 @@ ScanResult ScanPointerTables(const DriverApi& api, std::span<const Range> ranges
 /// are returned (each is a real pointer, safe to pin); use ScanPointerTables to see the error.
 std::vector<CUdeviceptr> FindPointerTargets(const DriverApi& api, std::span<const Range> ranges,
                                             const ScanOptions& options);
+
+/// The payloads of the RecordType::kPointerTargets records that tell the daemon about scan
+/// `scan`'s targets (their allocation ids; 0 = untracked, left out): PointerTargetsRecord + ids,
+/// at most ipc::kMaxPointerTargetsPerRecord ids each. Empty when no id is left.
+std::vector<std::vector<std::uint8_t>> EncodePointerTargets(std::uint64_t scan,
+                                                            std::span<const std::uint64_t> ids);
 
 }  // namespace chameleon::shim::swap

@@ -1,4 +1,5 @@
-// SwapEngine: allocation, free and the deferred-unmap machinery. Transfers: swap_transfer.cc.
+// SwapEngine: allocation, free, limits and lookups. Transfers: swap_transfer.cc; unmapping:
+// swap_unmap.cc; the free-range cache: free_ranges.cc.
 #include "swap/swap_engine.h"
 
 #include <algorithm>
@@ -14,14 +15,14 @@ SwapEngine::~SwapEngine() {
   if (!side_) return;
   FlushUnmaps(/*all=*/true);
   std::lock_guard lock(mu_);
-  if (Fence* f = fences_->Record(side_)) {
-    api_.event_synchronize(f->event);
-    fences_->Unref(f);
-  }
+  SyncSideStreams();
+  DropFreeRangesLocked();
   for (auto& [id, a] : allocs_) {
     if (a->mapped) Unmap(a->va, a->span);
-    counters_->Add(counters_->vmm_calls);
-    api_.mem_address_free(a->va, a->span);
+    if (!a->adopted) {
+      counters_->Vmm(counters_->vmm_reserves);
+      api_.mem_address_free(a->va, a->span);
+    }
     if (a->host) host_->Release(a->host, a->span);
     fences_->Unref(a->ready);
     fences_->Unref(a->out_done);
@@ -31,6 +32,16 @@ SwapEngine::~SwapEngine() {
   chunks_.reset();
   fences_.reset();
   api_.stream_destroy(side_);
+  if (out_) api_.stream_destroy(out_);
+}
+
+void SwapEngine::SyncSideStreams() {
+  for (CUstream s : {side_, out_}) {
+    if (Fence* f = fences_->Record(s)) {
+      api_.event_synchronize(f->event);
+      fences_->Unref(f);
+    }
+  }
 }
 
 CUresult SwapEngine::Init() {
@@ -47,13 +58,21 @@ CUresult SwapEngine::Init() {
   chunk_bytes_ = (want + granularity - 1) / granularity * granularity;
   // Non-blocking: the side stream must not serialise with the legacy default stream, or every
   // swap copy would wait for (and block) the program's default-stream work.
+  // Two of them, one per direction: swap-outs and swap-ins use the two directions of the host
+  // link concurrently, ordered by events where they depend on each other.
   r = api_.stream_create(&side_, CU_STREAM_NON_BLOCKING);
   if (r != CUDA_SUCCESS) return r;
+  r = api_.stream_create(&out_, CU_STREAM_NON_BLOCKING);
+  if (r != CUDA_SUCCESS) {
+    api_.stream_destroy(side_);
+    side_ = nullptr;
+    return r;
+  }
   fences_ = std::make_unique<FencePool>(&api_);
   chunks_ =
       std::make_unique<ChunkPool>(&api_, fences_.get(), counters_, options_.device, chunk_bytes_,
                                   options_.device_limit_bytes, options_.external_bytes);
-  host_ = std::make_unique<HostPool>(&api_, counters_, options_.host_pool_cap_bytes);
+  host_ = std::make_unique<HostPool>(&api_, counters_, options_.host_pool_cap_bytes, fences_.get());
   return CUDA_SUCCESS;
 }
 
@@ -79,7 +98,7 @@ const SwapEngine::Allocation* SwapEngine::Get(AllocId id) const {
 
 CUresult SwapEngine::MapChunks(CUdeviceptr va, const std::vector<std::uint32_t>& chunks) {
   for (std::size_t i = 0; i < chunks.size(); ++i) {
-    counters_->Add(counters_->vmm_calls);
+    counters_->Vmm(counters_->vmm_maps);
     const CUresult r =
         api_.mem_map(va + i * chunk_bytes_, chunk_bytes_, 0, chunks_->handle(chunks[i]), 0);
     if (r != CUDA_SUCCESS) {
@@ -91,36 +110,10 @@ CUresult SwapEngine::MapChunks(CUdeviceptr va, const std::vector<std::uint32_t>&
   access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   access.location.id = options_.device;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  counters_->Add(counters_->vmm_calls);
+  counters_->Vmm(counters_->vmm_maps);
   const CUresult r = api_.mem_set_access(va, chunks.size() * chunk_bytes_, &access, 1);
   if (r != CUDA_SUCCESS) Unmap(va, chunks.size() * chunk_bytes_);
   return r;
-}
-
-CUresult SwapEngine::Unmap(CUdeviceptr va, std::size_t span) {
-  counters_->Add(counters_->vmm_calls);
-  counters_->Add(counters_->unmaps);
-  return api_.mem_unmap(va, span);
-}
-
-bool SwapEngine::UnmapNow(Allocation* a) {
-  bool waited = false;
-  for (std::size_t i = 0; i < pending_.size(); ++i) {
-    if (pending_[i].id != a->id) continue;
-    // No work may still read the range when it is unmapped (real drivers leave that to the
-    // caller; simgpu synchronises): wait for the swap-out copy first.
-    Fence* f = pending_[i].fence;
-    if (!fences_->Done(f)) {
-      api_.event_synchronize(f->event);
-      waited = true;
-    }
-    fences_->Unref(f);
-    pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
-    break;
-  }
-  Unmap(a->va, a->span);
-  a->mapped = false;
-  return waited;
 }
 
 bool SwapEngine::EvictClosest(std::size_t bytes, AllocId exclude) {
@@ -142,9 +135,9 @@ bool SwapEngine::EvictClosest(std::size_t bytes, AllocId exclude) {
 }
 
 CUresult SwapEngine::TakeChunks(std::uint32_t n, CUstream wait_stream, AllocId exclude,
-                                std::vector<std::uint32_t>* out) {
+                                std::vector<std::uint32_t>* out, std::vector<Fence*>* fences) {
   for (;;) {
-    const CUresult r = chunks_->Take(n, wait_stream, out);
+    const CUresult r = chunks_->Take(n, wait_stream, out, fences);
     if (r == CUDA_SUCCESS) return r;
     // Freed chunks pool up without an eviction; only then do we evict (no host wait either way:
     // the taker's stream waits on the victim's swap-out fence).
@@ -176,13 +169,22 @@ CUresult SwapEngine::Allocate(std::size_t bytes, CUstream stream, CUdeviceptr* p
   if (bytes == 0 || !ptr) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard lock(mu_);
   const std::size_t span = (bytes + chunk_bytes_ - 1) / chunk_bytes_ * chunk_bytes_;
-  CUdeviceptr va = 0;
-  counters_->Add(counters_->vmm_calls);
-  CUresult r = api_.mem_address_reserve(&va, span, chunk_bytes_, 0, 0);
-  if (r != CUDA_SUCCESS) return r;
+  std::vector<std::uint32_t> chunks;
+  CUdeviceptr va = ReuseFreeRangeLocked(span, stream, &chunks);
+  if (va != 0 && !chunks.empty()) {  // still mapped to its intact chunks: nothing to do
+    TrackLocked(va, bytes, span, std::move(chunks), stream, id, flags);
+    *ptr = va;
+    return CUDA_SUCCESS;
+  }
+  CUresult r = CUDA_SUCCESS;
+  if (va == 0) {
+    counters_->Vmm(counters_->vmm_reserves);
+    r = api_.mem_address_reserve(&va, span, chunk_bytes_, 0, 0);
+    if (r != CUDA_SUCCESS) return r;
+  }
   r = MapNewLocked(va, bytes, span, stream, id, flags);
   if (r != CUDA_SUCCESS) {
-    counters_->Add(counters_->vmm_calls);
+    counters_->Vmm(counters_->vmm_reserves);
     api_.mem_address_free(va, span);
     return r;
   }
@@ -199,6 +201,13 @@ CUresult SwapEngine::MapNewLocked(CUdeviceptr va, std::size_t bytes, std::size_t
     if (r != CUDA_SUCCESS) chunks_->Release(chunks, nullptr, nullptr);
   }
   if (r != CUDA_SUCCESS) return r;
+  TrackLocked(va, bytes, span, std::move(chunks), stream, id, flags);
+  return CUDA_SUCCESS;
+}
+
+void SwapEngine::TrackLocked(CUdeviceptr va, std::size_t bytes, std::size_t span,
+                             std::vector<std::uint32_t> chunks, CUstream stream, AllocId* id,
+                             std::atomic<std::uint32_t>* flags) {
   auto a = std::make_unique<Allocation>();
   a->id = next_id_++;
   a->va = va;
@@ -211,7 +220,6 @@ CUresult SwapEngine::MapNewLocked(CUdeviceptr va, std::size_t bytes, std::size_t
   if (id) *id = a->id;
   by_address_[va] = a->id;
   allocs_.emplace(a->id, std::move(a));
-  return CUDA_SUCCESS;
 }
 
 CUresult SwapEngine::Free(AllocId id, CUstream stream) {
@@ -222,17 +230,24 @@ CUresult SwapEngine::Free(AllocId id, CUstream stream) {
     // Stream-ordered: the next user of these chunks waits until `stream` passed the free.
     Fence* f = fences_->Record(stream);
     if (f && a->ready && !fences_->Done(a->ready)) {
-      // A swap-in nobody waited for may still be writing the chunks: order the fence after it.
+      // A swap-in nobody waited for may still be writing the chunks (or, after a reclaim, the
+      // swap-out copy still reading them, on the out stream): order the fence after both.
       api_.stream_wait_event(side_, f->event, 0);
+      api_.stream_wait_event(side_, a->ready->event, 0);
       fences_->Unref(f);
       f = fences_->Record(side_);
     }
-    chunks_->Release(a->chunks, f, nullptr);
-    pending_.push_back({0, a->va, a->span, f});  // takes Record's reference
+    if (a->adopted) {
+      chunks_->Release(a->chunks, f, nullptr);
+      pending_.push_back({0, a->va, a->span, f});  // takes Record's reference
+    } else {
+      CacheFreeRangeLocked(a, f);  // releases the chunks; takes Record's reference
+    }
   } else {
     // The host copy is dropped. Its buffer may still be the target of the in-flight swap-out
-    // copy; every reuse of host buffers is a side-stream copy, ordered after it.
-    host_->Release(a->host, a->span);
+    // copy: the next writer is a swap-out (same out stream, ordered after it), and freeing the
+    // buffer to the driver waits for the fence.
+    host_->Release(a->host, a->span, a->out_done);
     a->host = nullptr;
     bool converted = false;
     for (PendingUnmap& p : pending_) {
@@ -242,7 +257,7 @@ CUresult SwapEngine::Free(AllocId id, CUstream stream) {
       }
     }
     if (!converted) {
-      counters_->Add(counters_->vmm_calls);
+      counters_->Vmm(counters_->vmm_reserves);
       api_.mem_address_free(a->va, a->span);
     }
   }
@@ -251,42 +266,6 @@ CUresult SwapEngine::Free(AllocId id, CUstream stream) {
   by_address_.erase(a->va);
   allocs_.erase(id);
   return CUDA_SUCCESS;
-}
-
-void SwapEngine::FlushUnmaps(bool all) {
-  std::lock_guard lock(mu_);
-  FlushUnmapsLocked(all);
-}
-
-void SwapEngine::FlushUnmapsLocked(bool all) {
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < pending_.size(); ++i) {
-    PendingUnmap p = pending_[i];
-    const bool done = fences_->Done(p.fence);
-    if (!done && !all) {
-      pending_[kept++] = p;
-      continue;
-    }
-    const std::uint64_t t0 = NowNs();
-    if (!done) {
-      api_.event_synchronize(p.fence->event);  // nothing may use a range being unmapped
-      Stall(t0);
-    }
-    Unmap(p.va, p.span);
-    if (p.id == 0) {
-      counters_->Add(counters_->vmm_calls);
-      api_.mem_address_free(p.va, p.span);
-    } else if (Allocation* a = Get(p.id)) {
-      a->mapped = false;
-    }
-    fences_->Unref(p.fence);
-  }
-  pending_.resize(kept);
-}
-
-std::uint64_t SwapEngine::TrimPool() {
-  std::lock_guard lock(mu_);
-  return chunks_ ? TrimLocked() : 0;
 }
 
 void SwapEngine::SetPinned(AllocId id, bool pinned) {
@@ -318,27 +297,6 @@ bool SwapEngine::UnmapPending(AllocId id) const {
   std::lock_guard lock(mu_);
   const Allocation* a = Get(id);
   return a && a->state == Residency::kSwappedOut && a->mapped;
-}
-
-std::uint64_t SwapEngine::TrimLocked() {
-  // A pooled chunk may still be mapped at the stale VA of a swapped-out or freed range, and the
-  // driver frees a released chunk only once its last mapping goes: unmap first what can go (the
-  // same fences guard both), so the chunks Trim releases really return their memory.
-  FlushUnmapsLocked(/*all=*/false);
-  return chunks_->Trim();
-}
-
-std::uint64_t SwapEngine::DrainAndTrimLocked() {
-  // Idle chunks whose last user is still running, or still mapped at a stale VA (a released
-  // chunk's memory only goes when its last mapping does): wait for all of it once.
-  const std::uint64_t t0 = NowNs();
-  if (Fence* f = fences_->Record(side_)) {
-    api_.event_synchronize(f->event);
-    fences_->Unref(f);
-  }
-  FlushUnmapsLocked(/*all=*/true);
-  Stall(t0);
-  return TrimLocked();
 }
 
 bool SwapEngine::MakeRoom(std::uint64_t bytes) {

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "chameleon/ipc/event_ring.h"
+
 namespace chameleon::shim::swap {
 namespace {
 
@@ -216,6 +218,38 @@ TEST(ScanSamplesTest, NothingToReadMeansNoCopies) {
   EXPECT_EQ(src.copies_, 0);
   EXPECT_EQ(src.waits_, 0);
   EXPECT_TRUE(r.targets.empty());
+}
+
+// What the daemon is told (RecordType::kPointerTargets): every tracked id, in records the ring's
+// validation accepts, split at the per-record bound.
+TEST(EncodePointerTargetsTest, TrackedIdsInRecordsOfAtMostTheBound) {
+  EXPECT_TRUE(EncodePointerTargets(1, {}).empty());
+  const std::vector<std::uint64_t> untracked = {0, 0};
+  EXPECT_TRUE(EncodePointerTargets(1, untracked).empty());
+  std::vector<std::uint64_t> ids;
+  for (std::uint64_t i = 1; i <= ipc::kMaxPointerTargetsPerRecord + 3; ++i) {
+    ids.push_back(i);
+    if (i == 7) ids.push_back(0);  // a target the table does not know: left out
+  }
+  const auto records = EncodePointerTargets(42, ids);
+  ASSERT_EQ(records.size(), 2u);
+  std::vector<std::uint64_t> decoded;
+  for (const auto& r : records) {
+    ASSERT_EQ(ipc::ValidateRecord(ipc::RecordType::kPointerTargets, r), ipc::DrainError::kNone);
+    ipc::PointerTargetsRecord head{};
+    std::memcpy(&head, r.data(), sizeof(head));
+    EXPECT_EQ(head.scan, 42u);
+    EXPECT_LE(head.count, ipc::kMaxPointerTargetsPerRecord);
+    ASSERT_EQ(r.size(), sizeof(head) + head.count * 8u);
+    for (std::uint32_t k = 0; k < head.count; ++k) {
+      std::uint64_t id;
+      std::memcpy(&id, r.data() + sizeof(head) + k * 8u, sizeof(id));
+      decoded.push_back(id);
+    }
+  }
+  std::vector<std::uint64_t> expected;
+  for (std::uint64_t i = 1; i <= ipc::kMaxPointerTargetsPerRecord + 3; ++i) expected.push_back(i);
+  EXPECT_EQ(decoded, expected);
 }
 
 }  // namespace

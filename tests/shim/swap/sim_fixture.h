@@ -70,6 +70,13 @@ inline void HoldKernel(void* const* p, const LaunchDims&) {
   std::unique_lock lock(signal->mu);
   signal->cv.wait_for(lock, std::chrono::milliseconds(1000), [&] { return signal->reader_done; });
 }
+// gate(Signal*): blocks until the test opens it (reader_done), or 20 s: for tests that open it
+// themselves after observing that other work completed while it was closed.
+inline void GateKernel(void* const* p, const LaunchDims&) {
+  auto* signal = *static_cast<Signal* const*>(p[0]);
+  std::unique_lock lock(signal->mu);
+  signal->cv.wait_for(lock, std::chrono::seconds(20), [&] { return signal->reader_done; });
+}
 // touch(volatile char* p): reads one byte (faults when unmapped).
 inline void TouchKernel(void* const* p, const LaunchDims&) {
   const volatile char* d = *static_cast<const volatile char* const*>(p[0]);
@@ -81,6 +88,7 @@ inline const KernelEntry kKernels[] = {
     {"check", CheckKernel, nullptr, 5, {{0, 8}, {8, 8}, {16, 4}, {24, 8}, {32, 8}}},
     {"hold", HoldKernel, nullptr, 1, {{0, 8}}},
     {"touch", TouchKernel, nullptr, 1, {{0, 8}}},
+    {"gate", GateKernel, nullptr, 1, {{0, 8}}},
 };
 inline const ModuleImage kImage{chameleon::simgpu::kModuleImageMagic,
                                 chameleon::simgpu::kModuleImageVersion,
@@ -120,8 +128,11 @@ class SwapFixture : public ::testing::Test {
     ASSERT_CU(ctx_retain_(&ctx_, dev));
     ASSERT_CU(ctx_set_current_(ctx_));
     ASSERT_CU(module_load_(&module_, &kImage));
-    for (auto [name, fn] :
-         {std::pair{"fill", &fill_}, {"check", &check_}, {"hold", &hold_}, {"touch", &touch_}})
+    for (auto [name, fn] : {std::pair{"fill", &fill_},
+                            {"check", &check_},
+                            {"hold", &hold_},
+                            {"touch", &touch_},
+                            {"gate", &gate_}})
       ASSERT_CU(module_get_function_(fn, module_, name));
     ASSERT_CU(api_.stream_create(&compute_, CU_STREAM_NON_BLOCKING));
     ASSERT_CU(api_.stream_create(&other_, CU_STREAM_NON_BLOCKING));
@@ -156,6 +167,36 @@ class SwapFixture : public ::testing::Test {
     Signal* signal = signal_;
     void* args[] = {&signal};
     return launch_(hold_, 1, 1, 1, 1, 1, 1, 0, s, args, nullptr);
+  }
+  /// Makes `target` wait behind a kernel that blocks until `signal` is set, or 20 s
+  /// (`open_by_test`: the test opens it) or 1 s (the signal may never come when the engine orders
+  /// correctly).
+  CUresult Gate(CUstream target, Signal* signal, bool open_by_test) {
+    CUstream gate = nullptr;
+    CUevent held = nullptr;
+    CUresult r = api_.stream_create(&gate, CU_STREAM_NON_BLOCKING);
+    if (r == CUDA_SUCCESS) r = api_.event_create(&held, CU_EVENT_DISABLE_TIMING);
+    void* args[] = {&signal};
+    CUfunction f = open_by_test ? gate_ : hold_;
+    if (r == CUDA_SUCCESS) r = launch_(f, 1, 1, 1, 1, 1, 1, 0, gate, args, nullptr);
+    if (r == CUDA_SUCCESS) r = api_.event_record(held, gate);
+    if (r == CUDA_SUCCESS) r = api_.stream_wait_event(target, held, 0);
+    return r;
+  }
+  /// Queues on `s` a kernel that sets `signal` (a check of nothing).
+  CUresult Notify(CUstream s, Signal* signal, int slot) {
+    return Check(reinterpret_cast<CUdeviceptr>(&results_[slot]), 0, 0, s, slot, signal);
+  }
+  static void Open(Signal* signal) {
+    std::lock_guard lock(signal->mu);
+    signal->reader_done = true;
+    signal->cv.notify_all();
+  }
+  /// A Signal in pinned host memory (kernels may use it); freed with the context.
+  Signal* NewSignal() {
+    void* p = nullptr;
+    if (api_.mem_host_alloc(&p, sizeof(Signal), 0) != CUDA_SUCCESS) return nullptr;
+    return new (p) Signal;
   }
   CUresult Touch(CUdeviceptr p, CUstream s) {
     void* args[] = {&p};
@@ -226,7 +267,7 @@ class SwapFixture : public ::testing::Test {
   chameleon::simgpu::GetCallCountFn call_count_ = nullptr;
   CUcontext ctx_ = nullptr;
   CUmodule module_ = nullptr;
-  CUfunction fill_ = nullptr, check_ = nullptr, hold_ = nullptr, touch_ = nullptr;
+  CUfunction fill_ = nullptr, check_ = nullptr, hold_ = nullptr, touch_ = nullptr, gate_ = nullptr;
   CUstream compute_ = nullptr, other_ = nullptr;
   std::uint64_t* results_ = nullptr;  // pinned: kernels write, the test reads after a sync
   Signal* signal_ = nullptr;

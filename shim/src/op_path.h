@@ -1,0 +1,147 @@
+// The inline halves of the op paths (Begin*/End*, docs/shim.md "Performance"): what every op pays,
+// inlined into the exported wrappers so that a launch makes no call of its own besides the driver
+// and the ring push. The rare and the executor's parts stay out of line in ops.cc.
+//
+// Thread-safety: everything here may run on any thread at once (the state is the caller's op).
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+
+#include "wrapper_util.h"
+
+namespace chameleon::shim::op_path {
+
+// Values below this are small integers, never device addresses.
+constexpr std::uint64_t kMinAddress = 1ull << 16;
+// 8-byte words a launch scans at most (bounded hot-path cost; more tensors are dropped).
+constexpr std::uint32_t kScanBudgetWords = 256;
+
+// The tensors one launch names, collected into `ids`/`states` (the LaunchOp's arrays). The
+// counters are a local of BeginLaunch (registers, not the LaunchOp): the table's acquire loads
+// would otherwise force a reload of every LaunchOp field after each lookup.
+struct Collector {
+  std::uint64_t* ids;
+  AllocationState** states;
+  std::uint32_t count = 0;
+  std::uint32_t budget = kScanBudgetWords;
+  std::uint16_t device = 0;
+};
+
+[[gnu::always_inline]] inline void AddCandidate(const Runtime& rt, std::uint64_t value,
+                                                Collector& c) {
+  if (value < kMinAddress) return;
+  const AllocationHit hit = rt.table.Lookup(value);
+  if (hit.id == 0) return;
+  for (std::uint32_t i = 0; i < c.count; ++i) {
+    if (c.ids[i] == hit.id) return;
+  }
+  if (c.count == ipc::kMaxLaunchTensors) return;
+  if (c.count == 0) c.device = hit.device;
+  c.ids[c.count] = hit.id;
+  c.states[c.count] = hit.state;
+  ++c.count;
+}
+
+[[gnu::always_inline]] inline void ScanWords(const Runtime& rt, const unsigned char* p,
+                                             std::uint32_t bytes, Collector& c) {
+  std::uint32_t words = bytes / 8;
+  if (words > c.budget) words = c.budget;
+  c.budget -= words;
+  for (std::uint32_t w = 0; w < words; ++w) {
+    std::uint64_t v;
+    std::memcpy(&v, p + 8 * w, sizeof(v));
+    AddCandidate(rt, v, c);
+  }
+}
+
+// kernelParams with a known layout: only the pointer-sized parameters. The common case.
+[[gnu::always_inline]] inline void ScanParams(const Runtime& rt, const KernelInfo& info,
+                                              void** params, Collector& c) {
+  const std::uint32_t pointer_count = info.pointer_count;
+  for (std::uint32_t k = 0; k < pointer_count; ++k) {
+    const PointerParam& p = info.pointers[k];
+    const void* value = params[p.index];
+    if (value != nullptr) ScanWords(rt, static_cast<const unsigned char*>(value), p.size, c);
+  }
+}
+
+/// `extra` (a packed parameter buffer): rare, out of line (ops.cc). Takes and returns the
+/// collector by value, so that the caller's stays in registers.
+Collector ScanExtra(const Runtime& rt, const KernelInfo* info, void** extra, Collector c);
+
+// Common start of every op: what End will have to do. False when nothing (no daemon, no
+// executor): the op is then forwarded untouched.
+[[gnu::always_inline]] inline bool BeginCommon(Runtime& rt, CUstream stream, PendingOp* op) {
+  const bool recording = RecordingOps(rt);
+  Executor* const ex = ExecutorIfOn();
+  if (!recording && ex == nullptr) return false;
+  op->active = true;
+  op->recording = recording;
+  op->ex = ex;
+  op->stream = stream;
+  op->capture = StreamCapturing(rt, stream);
+  return true;
+}
+
+[[gnu::always_inline]] inline CUresult ExecBefore(Runtime& rt, PendingOp* op,
+                                                  AllocationState* const* states, std::uint32_t n,
+                                                  const OpExtent* extents = nullptr) {
+  // Nothing may be added to a capturing stream, and its ops do not run now.
+  if (op->ex == nullptr || op->capture) return CUDA_SUCCESS;
+  return ExecutorBeforeOp(rt, *op->ex, op->token, op->stream, states, n, &op->exec, extents);
+}
+
+/// The executor's half of End (only called with the executor on; ops.cc).
+void ExecAfterSlow(PendingOp* op, AllocationState* const* states, std::uint32_t n, bool boundary);
+
+/// `boundary`: the op completed an iteration boundary.
+[[gnu::always_inline]] inline void ExecAfter(PendingOp* op, AllocationState* const* states,
+                                             std::uint32_t n, bool boundary) {
+  if (op->ex != nullptr) ExecAfterSlow(op, states, n, boundary);
+}
+
+}  // namespace chameleon::shim::op_path
+
+namespace chameleon::shim {
+
+[[gnu::always_inline]] inline CUresult BeginLaunch(Runtime& rt, const void* function,
+                                                   CUstream stream, void** params, void** extra,
+                                                   LaunchOp* t) {
+  using namespace op_path;
+  if (!BeginCommon(rt, stream, t)) return CUDA_SUCCESS;
+  const KernelInfo* info = rt.kernels.Find(function);
+  if (__builtin_expect(info == nullptr, 0)) info = rt.kernels.Register(function, rt.driver.aux);
+  t->token = info != nullptr ? info->token : ipc::kTokenUnknown;
+  Collector c{t->ids(), t->states};
+  if (params != nullptr) {
+    if (info != nullptr && info->layout_known) ScanParams(rt, *info, params, c);
+  } else if (extra != nullptr) {
+    c = ScanExtra(rt, info, extra, c);
+  }
+  t->count = static_cast<std::uint16_t>(c.count);
+  t->device = c.device;
+  return ExecBefore(rt, t, t->states, c.count);
+}
+
+[[gnu::always_inline]] inline void EndLaunch(Runtime& rt, LaunchOp* t) {
+  if (!t->active) return;
+  bool boundary = false;
+  const std::uint32_t count = t->count;
+  if (t->recording) {
+    ipc::LaunchRecord rec{};
+    rec.token = t->token;
+    rec.tensor_count = static_cast<std::uint16_t>(count);
+    rec.device = t->device;
+    rec.stream = reinterpret_cast<std::uint64_t>(t->stream);
+    std::memcpy(t->words, &rec, sizeof(rec));
+    BoundaryHit hit;
+    boundary = rt.telemetry.PushOp(ipc::RecordType::kLaunch, rec.token, rec.device, t->words,
+                                   sizeof(rec) + sizeof(std::uint64_t) * count, nullptr, 0,
+                                   t->capture, &hit);
+    if (__builtin_expect(boundary, 0)) rt.telemetry.FinishBoundary(hit, t->stream, t->capture);
+  }
+  op_path::ExecAfter(t, t->states, count, boundary);
+}
+
+}  // namespace chameleon::shim
