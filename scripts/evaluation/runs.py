@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 TIME_RE = re.compile(r"^(?:step|iteration) (\d+) .*time ([0-9.]+)$")
 STRIP_TIME_RE = re.compile(r" time [0-9.]+$")
 EXECUTOR_RE = re.compile(r"executor: (limit=.*)$")  # the shim's CHAMELEON_DEBUG=stats line
+PERSISTENT_RE = re.compile(r"^chameleon-(?:train-sim|replay): persistent bytes (\d+)$")
 
 
 @dataclass
@@ -51,6 +52,7 @@ class Result:
     peak: int = 0
     checksum: str = ""
     executor: dict = field(default_factory=dict)    # the shim's exit line (CHAMELEON_DEBUG=stats)
+    persistent: int = None                           # bytes live between steps (the tool's stderr)
     daemon: dict = field(default_factory=dict)      # last `chameleonctl client 1 --json` seen
 
     @property
@@ -81,6 +83,9 @@ def parse(rc, out, err, wall):
         elif line.startswith("checksum "):
             r.checksum = line.split()[1]
     for line in err.splitlines():
+        p = PERSISTENT_RE.search(line)
+        if p:
+            r.persistent = int(p.group(1))
         m = EXECUTOR_RE.search(line)
         if m:
             pairs = (kv.split("=", 1) for kv in m.group(1).split() if "=" in kv)

@@ -235,6 +235,9 @@ void Replayer::Run() {
   Calibrate();
   where_ = "allocating persistent storages";
   AllocatePersistent();
+  // What stays live between iterations (scripts/evaluate's transfer bound needs it). stderr:
+  // stdout holds only the lines compared across runs.
+  std::fprintf(stderr, "chameleon-replay: persistent bytes %" PRIu64 "\n", alloc_->live_bytes());
   int shifts = 0;
   for (int i = 0; i < options_.iterations; ++i) {
     if (options_.perturb_every > 0 && i > 0 && i % options_.perturb_every == 0) {

@@ -69,6 +69,9 @@ void Trainer::Train() {
   }
   if (options_.corrupt_at_step == options_.steps) CorruptOneWeightByte(options_.steps);
   Check(api_, api_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  // What stays live between steps (scripts/evaluate's transfer bound needs it). stderr: stdout
+  // holds only the lines compared across runs.
+  std::fprintf(stderr, "chameleon-train-sim: persistent bytes %zu\n", persistent_bytes_);
   const std::uint64_t checksum = ChecksumFromDevice();
   std::printf("peak %zu\n", alloc_->peak_bytes());
   std::printf("checksum %016" PRIx64 "\n", checksum);
