@@ -39,8 +39,12 @@ CUresult AllocAsync(CUdeviceptr* dptr, std::size_t bytes, MemPool* pool, CUstrea
   if (!pool) pool = DefaultPool(s->ctx()->device->ordinal);
   Device* dev = TheDriver()->devices[static_cast<std::size_t>(pool->device)].get();
   CUresult r = AllocDevice(dev, bytes, pool, dptr, s);
-  if (r == CUDA_ERROR_OUT_OF_MEMORY && WaitForPendingFrees(pool->device, s))
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    // Retry even when there was nothing left to wait for: a free that completed between the
+    // failed attempt and the wait has already given its bytes back.
+    WaitForPendingFrees(pool->device, s);
     r = AllocDevice(dev, bytes, pool, dptr, s);
+  }
   if (r == CUDA_ERROR_OUT_OF_MEMORY && dev->pending_plain_free.load() > 0) {
     SynchronizeAll();  // cuMemFreeAsync of plain cuMemAlloc memory, which no pool tracks
     r = AllocDevice(dev, bytes, pool, dptr, s);
