@@ -10,6 +10,7 @@
 
 #include "chameleon/policy/generator.h"
 #include "chameleon/policy/memory.h"
+#include "tensor_builder.h"
 #include "tiny_instances.h"
 
 namespace chameleon::policy {
@@ -61,17 +62,7 @@ std::string JudgeOnExecutor(const Profile& p, const std::vector<PlannedSwap>& sw
   return {};
 }
 
-ProfileTensor Tensor(std::uint64_t bytes, std::int32_t alloc, std::int32_t free,
-                     std::vector<std::uint32_t> uses, bool swappable = true) {
-  ProfileTensor t;
-  t.external_id = bytes;
-  t.bytes = bytes;
-  t.alloc_op = alloc;
-  t.free_op = free;
-  t.uses = std::move(uses);
-  t.swappable = swappable;
-  return t;
-}
+using testing::Tensor;
 
 // 6 ops of 1 s (forward 0-2, backward 3-5). A and B (3 MiB) are idle from op 0 to op 5, C (5 MiB)
 // lives over ops 1-4, D (1 MiB, passed through) is used by every op. Requested bytes: 7 12 12 12

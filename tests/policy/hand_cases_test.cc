@@ -5,21 +5,12 @@
 #include "chameleon/policy/candidates.h"
 #include "chameleon/policy/generator.h"
 #include "independent_replay.h"
+#include "tensor_builder.h"
 
 namespace chameleon::policy {
 namespace {
 
-ProfileTensor Tensor(std::uint64_t bytes, std::int32_t alloc, std::int32_t free,
-                     std::vector<std::uint32_t> uses, bool swappable = true) {
-  ProfileTensor t;
-  t.external_id = bytes;
-  t.bytes = bytes;
-  t.alloc_op = alloc;
-  t.free_op = free;
-  t.uses = std::move(uses);
-  t.swappable = swappable;
-  return t;
-}
+using testing::Tensor;
 
 // 6 ops, 1 s each, forward 0-2 / backward 3-5, one logical layer per op.
 // C (100 B) is used by every op; A (100 B) is used at 0 and 5; B (100 B) lives over ops 2-3.
