@@ -10,7 +10,7 @@
 
 #include "chameleon/policy/generator.h"
 #include "chameleon/policy/memory.h"
-#include "tensor_builder.h"
+#include "hand_profiles.h"
 #include "tiny_instances.h"
 
 namespace chameleon::policy {
@@ -62,6 +62,8 @@ std::string JudgeOnExecutor(const Profile& p, const std::vector<PlannedSwap>& sw
   return {};
 }
 
+using testing::HandOptions;
+using testing::SixOps;
 using testing::Tensor;
 
 // 6 ops of 1 s (forward 0-2, backward 3-5). A and B (3 MiB) are idle from op 0 to op 5, C (5 MiB)
@@ -187,32 +189,9 @@ TEST(PolicyExecutorModel, RejectsAReserveThatLeavesNothingAndAbsurdChunks) {
   EXPECT_EQ(GeneratePlan(p, o).status, GenerateStatus::kInvalidOptions);
 }
 
-// The hand case of hand_cases_test.cc (6 ops, A idle from op 0 to op 5, ops 2-3 over by 50 B).
-Profile SixOps() {
-  Profile p;
-  p.iteration_s = 6;
-  const std::uint32_t tokens[] = {10, 11, 12, 12, 11, 10};
-  for (std::uint32_t i = 0; i < 6; ++i) {
-    ProfileOp op;
-    op.token = tokens[i];
-    op.phase = i < 3 ? Phase::kForward : Phase::kBackward;
-    p.ops.push_back(op);
-  }
-  p.tensors.push_back(Tensor(100, 0, 5, {0, 5}));
-  p.tensors.push_back(Tensor(100, 2, 3, {2, 3}));
-  p.tensors.push_back(Tensor(100, -1, -1, {0, 1, 2, 3, 4, 5}));
-  return p;
-}
-
 TEST(PolicyExecutorModel, ReleaseAtIssueFreesAfterTheLastUseAndPrefetchesAfterThePeak) {
-  GeneratorOptions o;
-  o.device_limit_bytes = 250;
-  o.host_bandwidth_bytes_per_s = 200;  // 0.5 s per transfer, 1 s per layer
-  o.link_efficiency = 1.0;
-  o.prefetch_margin = 0.0;
-  o.min_swap_bytes = 0;
-  o.layers_per_phase = 3;
-  const Profile p = SixOps();
+  GeneratorOptions o = HandOptions(200);  // 0.5 s per transfer, 1 s per layer
+  const Profile p = SixOps(5);
   // The paper's model: off from the layer after the copy completes (op 2), swap-in as late as
   // the link allows (op 4).
   const GenerateResult paper = GeneratePlan(p, o);
@@ -236,15 +215,9 @@ TEST(PolicyExecutorModel, ReleaseAtIssueFreesAfterTheLastUseAndPrefetchesAfterTh
 }
 
 TEST(PolicyExecutorModel, ReleaseAtIssuePredictsTheWaitOfTheOpThatTakesTheMemory) {
-  GeneratorOptions o;
-  o.device_limit_bytes = 250;
-  o.host_bandwidth_bytes_per_s = 40;  // 2.5 s per transfer
-  o.link_efficiency = 1.0;
-  o.prefetch_margin = 0.0;
-  o.min_swap_bytes = 0;
-  o.layers_per_phase = 3;
+  GeneratorOptions o = HandOptions(40);  // 2.5 s per transfer
   o.release_at_issue = true;
-  const GenerateResult r = GeneratePlan(SixOps(), o);
+  const GenerateResult r = GeneratePlan(SixOps(5), o);
   ASSERT_TRUE(r.ok()) << r.message;
   ASSERT_EQ(r.plan.swaps.size(), 1u);
   const PlannedSwap& s = r.plan.swaps[0];

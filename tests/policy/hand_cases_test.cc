@@ -4,43 +4,15 @@
 #include "chameleon/policy/anchors.h"
 #include "chameleon/policy/candidates.h"
 #include "chameleon/policy/generator.h"
+#include "hand_profiles.h"
 #include "independent_replay.h"
-#include "tensor_builder.h"
 
 namespace chameleon::policy {
 namespace {
 
+using testing::HandOptions;
+using testing::SixOps;
 using testing::Tensor;
-
-// 6 ops, 1 s each, forward 0-2 / backward 3-5, one logical layer per op.
-// C (100 B) is used by every op; A (100 B) is used at 0 and 5; B (100 B) lives over ops 2-3.
-// Memory: 200 200 300 300 200 200; limit 250 -> MRL = {op 2: 50, op 3: 50}.
-Profile SixOps(std::uint32_t a_next_use) {
-  Profile p;
-  p.iteration_s = 6;
-  const std::uint32_t tokens[] = {10, 11, 12, 12, 11, 10};
-  for (std::uint32_t i = 0; i < 6; ++i) {
-    ProfileOp op;
-    op.token = tokens[i];
-    op.phase = i < 3 ? Phase::kForward : Phase::kBackward;
-    p.ops.push_back(op);
-  }
-  p.tensors.push_back(Tensor(100, 0, static_cast<std::int32_t>(a_next_use), {0, a_next_use}));
-  p.tensors.push_back(Tensor(100, 2, 3, {2, 3}));
-  p.tensors.push_back(Tensor(100, -1, -1, {0, 1, 2, 3, 4, 5}));
-  return p;
-}
-
-GeneratorOptions HandOptions(double bandwidth) {
-  GeneratorOptions o;
-  o.device_limit_bytes = 250;
-  o.host_bandwidth_bytes_per_s = bandwidth;
-  o.link_efficiency = 1.0;
-  o.prefetch_margin = 0.0;
-  o.min_swap_bytes = 0;
-  o.layers_per_phase = 3;
-  return o;
-}
 
 TEST(PolicyHandCases, ShouldSwapTheIdleTensorWithoutStallWhenTheLinkHasRoom) {
   const Profile p = SixOps(5);
