@@ -20,28 +20,32 @@ using MemsetAsyncFn = CUresult (*)(CUdeviceptr, T, size_t, CUstream);
 }  // namespace
 
 // clang-format off
-#define CHAMELEON_COPY(NAME, PT)                                                                  \
+// Generic copies (token 0: the direction is read from the pointers) and device-to-device ones
+// (kTokenCopyDtoD) differ only in the token they record.
+#define CHAMELEON_COPY_TOKEN(NAME, PT, TOKEN)                                                     \
   CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, CUdeviceptr src, size_t n)) {                         \
     Runtime& rt = Enter(kSym_##NAME);                                                             \
     CHAMELEON_REAL(rt, NAME, CopyFn);                                                             \
     if (!Tracking(rt)) return real(dst, src, n);                                                  \
     CopyOp op;                                                                                    \
-    if (const CUresult e = BeginCopy(rt, 0, src, dst, n, EffectiveStream(nullptr, PT), false, &op); e != CUDA_SUCCESS) return e; \
+    if (const CUresult e = BeginCopy(rt, TOKEN, src, dst, n, EffectiveStream(nullptr, PT), false, &op); e != CUDA_SUCCESS) return e; \
     const CUresult r = real(dst, src, n);                                                         \
     if (r == CUDA_SUCCESS) EndCopy(rt, &op);                                                      \
     return r;                                                                                     \
   }
-#define CHAMELEON_COPY_ASYNC(NAME, PT)                                                            \
+#define CHAMELEON_COPY_ASYNC_TOKEN(NAME, PT, TOKEN)                                               \
   CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)) {             \
     Runtime& rt = Enter(kSym_##NAME);                                                             \
     CHAMELEON_REAL(rt, NAME, CopyAsyncFn);                                                        \
     if (!Tracking(rt)) return real(dst, src, n, s);                                               \
     CopyOp op;                                                                                    \
-    if (const CUresult e = BeginCopy(rt, 0, src, dst, n, EffectiveStream(s, PT), false, &op); e != CUDA_SUCCESS) return e; \
+    if (const CUresult e = BeginCopy(rt, TOKEN, src, dst, n, EffectiveStream(s, PT), false, &op); e != CUDA_SUCCESS) return e; \
     const CUresult r = real(dst, src, n, s);                                                      \
     if (r == CUDA_SUCCESS) EndCopy(rt, &op);                                                      \
     return r;                                                                                     \
   }
+#define CHAMELEON_COPY(NAME, PT) CHAMELEON_COPY_TOKEN(NAME, PT, 0)
+#define CHAMELEON_COPY_ASYNC(NAME, PT) CHAMELEON_COPY_ASYNC_TOKEN(NAME, PT, 0)
 #define CHAMELEON_PEER(NAME, PT)                                                                  \
   CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n)) { \
     Runtime& rt = Enter(kSym_##NAME);                                                             \
@@ -108,28 +112,8 @@ using MemsetAsyncFn = CUresult (*)(CUdeviceptr, T, size_t, CUstream);
     if (r == CUDA_SUCCESS) EndCopy(rt, &op);                                                      \
     return r;                                                                                     \
   }
-#define CHAMELEON_DTOD(NAME, PT)                                                                  \
-  CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, CUdeviceptr src, size_t n)) {                         \
-    Runtime& rt = Enter(kSym_##NAME);                                                             \
-    CHAMELEON_REAL(rt, NAME, CopyFn);                                                             \
-    if (!Tracking(rt)) return real(dst, src, n);                                                  \
-    CopyOp op;                                                                                    \
-    if (const CUresult e = BeginCopy(rt, ipc::kTokenCopyDtoD, src, dst, n, EffectiveStream(nullptr, PT), false, &op); e != CUDA_SUCCESS) return e; \
-    const CUresult r = real(dst, src, n);                                                         \
-    if (r == CUDA_SUCCESS) EndCopy(rt, &op);                                                      \
-    return r;                                                                                     \
-  }
-#define CHAMELEON_DTOD_ASYNC(NAME, PT)                                                            \
-  CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)) {             \
-    Runtime& rt = Enter(kSym_##NAME);                                                             \
-    CHAMELEON_REAL(rt, NAME, CopyAsyncFn);                                                        \
-    if (!Tracking(rt)) return real(dst, src, n, s);                                               \
-    CopyOp op;                                                                                    \
-    if (const CUresult e = BeginCopy(rt, ipc::kTokenCopyDtoD, src, dst, n, EffectiveStream(s, PT), false, &op); e != CUDA_SUCCESS) return e; \
-    const CUresult r = real(dst, src, n, s);                                                      \
-    if (r == CUDA_SUCCESS) EndCopy(rt, &op);                                                      \
-    return r;                                                                                     \
-  }
+#define CHAMELEON_DTOD(NAME, PT) CHAMELEON_COPY_TOKEN(NAME, PT, ipc::kTokenCopyDtoD)
+#define CHAMELEON_DTOD_ASYNC(NAME, PT) CHAMELEON_COPY_ASYNC_TOKEN(NAME, PT, ipc::kTokenCopyDtoD)
 #define CHAMELEON_MEMSET(NAME, T, PT)                                                             \
   CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, T value, size_t n)) {                                 \
     Runtime& rt = Enter(kSym_##NAME);                                                             \
