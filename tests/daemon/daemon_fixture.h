@@ -95,10 +95,12 @@ class DaemonTest : public ::testing::Test {
   int run_result_ = -1;
 };
 
-/// Pushes one step recorded in detailed mode: allocations, tensors, memory after each op.
-/// Activation ids are 1000 + 1000 · step + i: fresh in every step, as a program that allocates
-/// afresh each iteration.
-inline void PushDetailedStep(FakeClient& client, const LoopSpec& spec, int step) {
+/// Pushes one step recorded in detailed mode: the first half of the ops each allocate a `bytes`
+/// activation that the second half reads back and frees (a forward and a backward pass), on top
+/// of a 1 MiB weight; memory after each op. Activation ids are 1000 + 1000 · step + i: fresh in
+/// every step, as a program that allocates afresh each iteration.
+inline void PushDetailedStep(FakeClient& client, const LoopSpec& spec, int step,
+                             std::uint64_t bytes = 256 << 10) {
   std::uint64_t live = 1 << 20;
   std::uint64_t next_id = 1000 + std::uint64_t(step) * 1000;
   std::vector<std::uint64_t> activations;
@@ -106,8 +108,8 @@ inline void PushDetailedStep(FakeClient& client, const LoopSpec& spec, int step)
   for (std::size_t i = 0; i < ops.size(); ++i) {
     std::vector<std::uint64_t> tensors{1};  // the weights, live before the iteration
     if (i < ops.size() / 2) {
-      ASSERT_TRUE(client.Alloc(next_id, 256 << 10, ipc::kFlagDetailed));
-      live += 256 << 10;
+      ASSERT_TRUE(client.Alloc(next_id, bytes, ipc::kFlagDetailed));
+      live += bytes;
       activations.push_back(next_id);
       tensors.push_back(next_id++);
     } else if (!activations.empty()) {
@@ -117,7 +119,7 @@ inline void PushDetailedStep(FakeClient& client, const LoopSpec& spec, int step)
     if (i >= ops.size() / 2 && !activations.empty()) {
       ASSERT_TRUE(client.Free(activations.back(), ipc::kFlagDetailed));
       activations.pop_back();
-      live -= 256 << 10;
+      live -= bytes;
     }
     ASSERT_TRUE(client.MemInfo(live));
   }

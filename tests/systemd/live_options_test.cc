@@ -126,33 +126,6 @@ TEST_F(LiveOptionsTest, NewBoundaryPatternReachesAClientStillLookingForItsLoop) 
   EXPECT_EQ(Describe(client->id())["iteration_ops"].get<std::size_t>(), StepOps(spec, 0).size());
 }
 
-/// One step in detailed mode: the first half of the ops each allocate a `bytes` activation that
-/// the second half reads back and frees (a forward and a backward pass), on top of a 1 MiB weight.
-void PushDetailedStep(FakeClient& client, const LoopSpec& spec, int step, std::uint64_t bytes) {
-  std::uint64_t live = kMiB;
-  std::uint64_t next_id = 1000 + std::uint64_t(step) * 1000;
-  std::vector<std::uint64_t> activations;
-  const auto ops = StepOps(spec, step);
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    std::vector<std::uint64_t> tensors{1};
-    if (i < ops.size() / 2) {
-      ASSERT_TRUE(client.Alloc(next_id, bytes, ipc::kFlagDetailed));
-      live += bytes;
-      activations.push_back(next_id);
-      tensors.push_back(next_id++);
-    } else if (!activations.empty()) {
-      tensors.push_back(activations.back());
-    }
-    ASSERT_TRUE(client.Launch(ops[i], tensors, ipc::kFlagDetailed));
-    if (i >= ops.size() / 2 && !activations.empty()) {
-      ASSERT_TRUE(client.Free(activations.back(), ipc::kFlagDetailed));
-      activations.pop_back();
-      live -= bytes;
-    }
-    ASSERT_TRUE(client.MemInfo(live));
-  }
-}
-
 TEST_F(LiveOptionsTest, PolicySettingsAndDeviceLimitShapeTheNextCandidate) {
   options_.detection.stage_n = 50;  // GEN_POLICY long enough for several candidates
   options_.device_limits = {{0, 64 * kMiB}};
