@@ -86,9 +86,7 @@ TEST_F(SessionTest, DetailedIterationBecomesAProfileAndCandidatePolicies) {
   LoopSpec spec;
   ASSERT_TRUE(client->Alloc(1, 1 << 20));
   PushSteps(*client, spec, 0, 6);
-  ASSERT_TRUE(WaitFor([&] {
-    return (client->header()->control_flags.load() & ipc::kControlDetailedIteration) != 0;
-  }));
+  ASSERT_TRUE(WaitFor([&] { return client->DetailedRequested(); }));
   ASSERT_EQ(Describe(client->id())["stage"], "GEN_POLICY");
   // The shim answers the request: the next iteration in detailed mode, then normal ones, each
   // iteration end marked with its device time.
@@ -128,9 +126,7 @@ TEST_F(SessionTest, RecordsDroppedDuringTheDetailedIterationAskAgain) {
   ASSERT_NE(client, nullptr);
   LoopSpec spec;
   PushSteps(*client, spec, 0, 6);
-  ASSERT_TRUE(WaitFor([&] {
-    return (client->header()->control_flags.load() & ipc::kControlDetailedIteration) != 0;
-  }));
+  ASSERT_TRUE(WaitFor([&] { return client->DetailedRequested(); }));
   const auto first_request = client->header()->detail_request_seq.load();
   client->header()->records_dropped.store(3);  // the ring overflowed meanwhile
   PushDetailedStep(*client, spec, 6);
@@ -186,9 +182,7 @@ TEST_F(CandidateTimingTest, IntervalsAreCreditedOnlyToTheGenerationInForceAtBoth
   ASSERT_NE(client, nullptr);
   LoopSpec spec;
   PushSteps(*client, spec, 0, 6);
-  ASSERT_TRUE(WaitFor([&] {
-    return (client->header()->control_flags.load() & ipc::kControlDetailedIteration) != 0;
-  }));
+  ASSERT_TRUE(WaitFor([&] { return client->DetailedRequested(); }));
   auto generation = [&] { return Describe(client->id())["generation"].get<std::uint64_t>(); };
   auto candidates = [&] { return Describe(client->id())["policy"]["candidates"]; };
   const std::uint64_t g0 = generation();
@@ -260,9 +254,7 @@ TEST_F(CandidateBudgetTest, EveryCandidateIsMeasuredBeforeStableAndTheFastestIsC
   ASSERT_NE(client, nullptr);
   LoopSpec spec;
   PushSteps(*client, spec, 0, 6);
-  ASSERT_TRUE(WaitFor([&] {
-    return (client->header()->control_flags.load() & ipc::kControlDetailedIteration) != 0;
-  }));
+  ASSERT_TRUE(WaitFor([&] { return client->DetailedRequested(); }));
   auto describe = [&] { return Describe(client->id()); };
   // Device time of an interval run under generation g: distinct per generation, not monotonic,
   // so "the fastest" is not simply the first or the last candidate.
@@ -326,9 +318,7 @@ TEST_F(CandidateBudgetTest, AHoldWithoutProgressLetsGo) {
   ASSERT_NE(client, nullptr);
   LoopSpec spec;
   PushSteps(*client, spec, 0, 6);
-  ASSERT_TRUE(WaitFor([&] {
-    return (client->header()->control_flags.load() & ipc::kControlDetailedIteration) != 0;
-  }));
+  ASSERT_TRUE(WaitFor([&] { return client->DetailedRequested(); }));
   const std::uint64_t g0 = Describe(client->id())["generation"].get<std::uint64_t>();
   ASSERT_TRUE(client->MarkTimed(1, g0, 0, 0));
   PushDetailedStep(*client, spec, 6);

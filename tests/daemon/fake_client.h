@@ -95,6 +95,10 @@ class FakeClient {
 
   std::uint32_t id() const { return id_; }
   ipc::SegmentHeader* header() { return segment_.header(); }
+  /// The daemon asks for a detailed iteration (the control flag in the segment header).
+  bool DetailedRequested() {
+    return (header()->control_flags.load() & ipc::kControlDetailedIteration) != 0;
+  }
   ipc::Segment& segment() { return segment_; }
   void Disconnect() {
     close(sock_);

@@ -33,7 +33,7 @@ class PointerTargetsTest : public DaemonTest {
                                 std::uint64_t* boundary, const std::vector<std::uint64_t>& report) {
     EXPECT_TRUE(WaitFor([&] {
       c.Heartbeat();
-      return (c.header()->control_flags.load() & ipc::kControlDetailedIteration) != 0;
+      return c.DetailedRequested();
     }));
     const std::uint64_t g = Describe(c.id())["generation"].get<std::uint64_t>();
     std::uint64_t& b = *boundary;

@@ -136,9 +136,7 @@ TEST_F(LiveOptionsTest, PolicySettingsAndDeviceLimitShapeTheNextCandidate) {
   LoopSpec spec;
   ASSERT_TRUE(client->Alloc(1, kMiB));
   PushSteps(*client, spec, 0, 6);
-  ASSERT_TRUE(WaitFor([&] {
-    return (client->header()->control_flags.load() & ipc::kControlDetailedIteration) != 0;
-  }));
+  ASSERT_TRUE(WaitFor([&] { return client->DetailedRequested(); }));
   ASSERT_TRUE(client->Mark(6, 100'000'000, 0));
   PushDetailedStep(*client, spec, 6, 2 * kMiB);  // peaks at 1 + 53 * 2 MiB
   ASSERT_TRUE(client->Mark(7, 100'000'000, StepOps(spec, 6).size()));
