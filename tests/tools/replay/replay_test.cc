@@ -185,6 +185,19 @@ TEST(Replay, ShouldEmitTheProfileOfOneIteration) {
   EXPECT_EQ(max_live, r.peak);
 }
 
+// One file is one rank's trace: a folder of ranks or two files is a usage error (exit 2), caught
+// before anything runs.
+TEST(Replay, ShouldRefuseAFolderOrASetOfRanksWhereOneFileIsExpected) {
+  const Result folder = Replay(kTraces);
+  EXPECT_EQ(folder.rc, 2);
+  EXPECT_EQ(folder.peak_lines, 0);
+  EXPECT_TRUE(folder.times.empty());
+  const Result ranks = Replay(kMegatron + " " + kResnet);
+  EXPECT_EQ(ranks.rc, 2);
+  EXPECT_EQ(ranks.peak_lines, 0);
+  EXPECT_TRUE(ranks.times.empty());
+}
+
 TEST(Replay, ShouldRejectMalformedTraceWithItsName) {
   TempDir dir;
   std::filesystem::copy_file(kMegatron, dir.File("cut.json.gz"));

@@ -73,6 +73,51 @@ TEST(TraceReader, ShouldReadBothSchemasIntoTheSameTree) {
   }
 }
 
+// PyTorch names the thread root's parent (the process node) even when that node is not in the
+// file; older releases call the roots "execution_graph". Such a node is a root.
+TEST(TraceReader, ShouldTreatAProfilerRootWithAnAbsentParentAsARoot) {
+  json doc = {{"schema", "1.0.1"}, {"pid", 1}, {"nodes", json::array()}};
+  doc["nodes"].push_back(testing::Node101({2, 1, "[pytorch|profiler|execution_graph|thread]"}));
+  doc["nodes"].push_back(testing::Node101({3, 2, "aten::mul", {Tensor(1, 5, 8)}, {Tensor(2, 6, 8)}}));
+  const Trace t = ParseTrace(doc.dump(), "cut.json");
+  ASSERT_EQ(t.nodes.size(), 2u);
+  EXPECT_EQ(t.nodes[0].parent, -1);
+  EXPECT_EQ(t.nodes[1].parent, 0);
+  // Any other node with an absent parent is still an error.
+  doc["nodes"][1]["parent"] = 99;
+  EXPECT_THAT(ErrorOf(doc.dump()), HasSubstr("node 3: parent: no node with id 99"));
+}
+
+// 1.1.0-chakra has the 1.0.3-chakra node layout plus fields and attributes this reader does not
+// use: they are ignored. Another version is refused by name.
+TEST(TraceReader, ShouldReadSchema110AndIgnoreUnknownAttributes) {
+  json doc = json::parse(testing::Document(SmallTrace(), /*chakra=*/true));
+  doc["schema"] = "1.1.0-chakra.0.0.4";
+  for (json& node : doc["nodes"]) {
+    node["inputs"]["strides"] = json::array();
+    node["attrs"].push_back({{"name", "fw_tid"}, {"type", "uint64"}, {"value", 7}});
+    node["exclusive_dur"] = 12;
+  }
+  const Trace t = ParseTrace(doc.dump(), "new.json");
+  EXPECT_EQ(t.schema, "1.1.0-chakra.0.0.4");
+  ASSERT_EQ(t.nodes.size(), 4u);
+  EXPECT_EQ(t.nodes[3].rf_id, 4);
+  EXPECT_EQ(t.nodes[3].inputs.size(), 1u);
+  doc["schema"] = "2.0.0";
+  EXPECT_THAT(ErrorOf(doc.dump()), HasSubstr("schema: unsupported version '2.0.0'"));
+}
+
+TEST(TraceReader, ShouldRefuseADirectoryNamingWhatItExpects) {
+  TempDir dir;
+  std::filesystem::create_directory(dir.File("ranks"));
+  try {
+    ReadTrace(dir.File("ranks"));
+    FAIL() << "a directory was read as a trace";
+  } catch (const TraceError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("is a directory"));
+  }
+}
+
 TEST(TraceReader, ShouldReadGzipAndPlainFilesAlike) {
   TempDir dir;
   const std::string text = testing::Document(SmallTrace(), true);

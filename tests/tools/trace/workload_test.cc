@@ -93,6 +93,24 @@ TEST_P(WorkloadTest, ShouldCutIterationsAtProfilerSteps) {
   EXPECT_EQ(w.steps[1].first_op, w.steps[0].end_op);
 }
 
+// The profiler opened ProfilerStep#3 as the file closed: it encloses no op and is no iteration
+// (replayed, it would take ~0 s and halve every average over recent iterations).
+TEST_P(WorkloadTest, ShouldNotCountAnEmptyLastStepAsAnIteration) {
+  std::vector<FakeNode> nodes = {{2, 1, "[pytorch|profiler|execution_trace|thread]"}};
+  for (int s = 0; s < 2; ++s) {
+    const int base = 10 * (s + 1);
+    nodes.push_back({base, 2, "ProfilerStep#" + std::to_string(s + 1)});
+    nodes.push_back({base + 1, base, "aten::mul", {Tensor(100, 50, 8)}, {Tensor(101, 51, 8)}});
+  }
+  nodes.push_back({30, 2, "ProfilerStep#3"});
+  const Workload w = Build(nodes);
+  ASSERT_EQ(w.steps.size(), 2u);
+  EXPECT_EQ(w.steps[1].name, "ProfilerStep#2");
+  EXPECT_EQ(w.steps[1].end_op - w.steps[1].first_op, 1u);
+  ASSERT_EQ(w.ops.size(), 2u);
+  EXPECT_EQ(w.ops[1].step, 1u);
+}
+
 // Storage 60 is created, used and dead, then re-created larger: two lifetimes, so the peak is
 // the larger one plus what is live beside it, never the sum of both.
 TEST_P(WorkloadTest, ShouldSplitReusedStorageIdAtReCreation) {

@@ -2,6 +2,7 @@
 // through unchanged, so callers need not know how a trace was stored.
 #include <zlib.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -20,6 +21,14 @@ constexpr unsigned kChunk = 1u << 20;
 }  // namespace
 
 std::string ReadMaybeGzip(const std::string& path) {
+  // A directory (a multi-rank trace folder) opens and then fails to read with EISDIR: say what
+  // was expected instead. One file is one rank's trace.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw TraceError(path +
+                     ": is a directory; give one execution trace file (one rank's "
+                     ".json or .json.gz), not a folder or a set of ranks");
+  }
   std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
   if (!file) throw TraceError(path + ": cannot open file");
   gzbuffer(file.get(), 256 * 1024);

@@ -1,7 +1,10 @@
-// Execution-trace JSON -> Trace. Both schemas are accepted per node:
+// Execution-trace JSON -> Trace. Both node layouts are accepted per node:
 //   1.0.1:          "inputs": [v...], "input_types": [t...], "parent": P, "rf_id": R
-//   1.0.3-chakra:   "inputs": {"values": [...], "types": [...]}, "ctrl_deps": P,
+//   1.0.3-chakra, 1.1.0-chakra:
+//                   "inputs": {"values": [...], "types": [...]}, "ctrl_deps": P,
 //                   "attrs": [{"name": "rf_id", "value": R}, ...]
+// Attributes and fields this reader does not use (strides, exclusive/inclusive times, new attrs
+// of later PyTorch releases) are ignored, so a newer minor schema still reads.
 // Every field access is checked so a malformed file gives "file: node N: field: problem".
 #include <algorithm>
 #include <string>
@@ -153,8 +156,19 @@ TraceNode ParseNode(const json& node, const NodeContext& ctx_in) {
   return out;
 }
 
-bool IsRootName(const std::string& name) {
-  return name.rfind("[pytorch|profiler|execution_trace", 0) == 0;
+// The profiler's own process and thread nodes: "[pytorch|profiler|execution_trace|thread]" and,
+// as older PyTorch releases name them, "[pytorch|profiler|execution_graph|thread]". PyTorch
+// writes the thread node's `parent` as the process node's id even when the process node is not
+// in the file (a trace cut from a longer one), so such a node is a root, not an error.
+bool IsRootName(const std::string& name) { return name.rfind("[pytorch|profiler|", 0) == 0; }
+
+// Schemas whose node layout is the one above: 1.0.x and 1.1.x, with or without a "-chakra..."
+// suffix. A trace without a schema field is read as well (old tools omit it); another major or
+// minor version is refused, since its fields may mean something else.
+void CheckSchema(const std::string& schema, const std::string& path) {
+  if (schema.empty() || schema.rfind("1.0.", 0) == 0 || schema.rfind("1.1.", 0) == 0) return;
+  throw TraceError(path + ": schema: unsupported version '" + schema +
+                   "' (this reader knows 1.0.x and 1.1.x execution traces)");
 }
 
 // Sorts by id and resolves parent ids to indices. Roots (the ET process/thread nodes) may
@@ -197,6 +211,7 @@ Trace ParseTrace(std::string_view json_text, const std::string& path) {
   if (!doc.is_object()) throw TraceError(path + ": top level: expected object");
   if (auto s = doc.find("schema"); s != doc.end() && s->is_string())
     trace.schema = s->get<std::string>();
+  CheckSchema(trace.schema, path);
   auto nodes = doc.find("nodes");
   if (nodes == doc.end() || !nodes->is_array())
     throw TraceError(path + ": nodes: missing or not an array");

@@ -126,6 +126,22 @@ std::vector<std::int64_t> StepStarts(const Trace& trace, std::vector<std::string
   return starts;
 }
 
+// A ProfilerStep#N that encloses no op is not an iteration: the profiler opens the next step just
+// before the file is closed, so the last step of a training trace is often empty. Kept, it would
+// be replayed as an iteration of ~0 s and halve every average over recent iterations. The kept
+// steps are renumbered in order; a trace with no op at all keeps its first step.
+void DropEmptySteps(const std::vector<std::string>& names, Workload* w) {
+  std::vector<std::uint32_t> ops_in(names.size(), 0);
+  for (const WorkOp& op : w->ops) ++ops_in[op.step];
+  std::vector<std::uint32_t> renumbered(names.size(), 0);
+  for (std::size_t s = 0; s < names.size(); ++s) {
+    if (ops_in[s] == 0 && !(w->ops.empty() && s == 0)) continue;
+    renumbered[s] = static_cast<std::uint32_t>(w->steps.size());
+    w->steps.push_back(Step{names[s], 0, 0});
+  }
+  for (WorkOp& op : w->ops) op.step = renumbered[op.step];
+}
+
 // A tensor-less Inductor kernel writes what its compiled region allocated before it (Inductor
 // allocates a region's outputs with aten::empty right before launching) and reads the CUDA
 // inputs of its nearest ancestor that has any, else what the previous op wrote.
@@ -220,7 +236,7 @@ Workload BuildWorkload(const Trace& trace) {
     w.ops.push_back(std::move(op));
   }
   if (step_names.empty()) step_names.push_back("whole trace");
-  for (std::size_t s = 0; s < step_names.size(); ++s) w.steps.push_back(Step{step_names[s], 0, 0});
+  DropEmptySteps(step_names, &w);
   detail::FinishStorages(&w, tracker.Take());
   return w;
 }
