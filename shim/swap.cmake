@@ -19,6 +19,17 @@ if(TARGET chameleon_simgpu AND EXISTS ${CHAMELEON_SWAP_TEST_DIR})
   chameleon_test(NAME shim_swap_test
     SOURCES ${CHAMELEON_SWAP_TEST_DIR}/engine_test.cc ${CHAMELEON_SWAP_TEST_DIR}/runner_test.cc
             ${CHAMELEON_SWAP_TEST_DIR}/duplex_test.cc
+            # One test per part of the engine (shim/src/swap/*.h).
+            ${CHAMELEON_SWAP_TEST_DIR}/allocation_table_test.cc
+            ${CHAMELEON_SWAP_TEST_DIR}/va_mapper_test.cc
+            ${CHAMELEON_SWAP_TEST_DIR}/free_range_cache_test.cc
+            ${CHAMELEON_SWAP_TEST_DIR}/unmap_batcher_test.cc
+            ${CHAMELEON_SWAP_TEST_DIR}/transfer_scheduler_test.cc
+            ${CHAMELEON_SWAP_TEST_DIR}/evictor_test.cc
+            ${CHAMELEON_SWAP_TEST_DIR}/allocator_test.cc
+            ${CHAMELEON_SWAP_TEST_DIR}/host_mapper_test.cc
+            ${CHAMELEON_SWAP_TEST_DIR}/residency_manager_test.cc
+            ${CHAMELEON_SWAP_TEST_DIR}/adopted_ranges_test.cc
     LIBS chameleon::swap chameleon::simgpu_headers ${CMAKE_DL_LIBS}
     LABELS sanitize concurrent
     TIMEOUT 60)

@@ -1,22 +1,27 @@
 // The swap executor: VA-stable device allocations whose physical memory can be copied to pinned
 // host memory and back while the program's pointer stays the same (docs/executor.md).
 //
-// Transfers run on two side streams, one per direction (the host link is full duplex), ordered
-// by events only:
-//   SwapOut:  out waits on fence(compute) [and on the host buffer's last read, and on an
-//             unfinished swap-in of the same tensor] -> DtoH into a host buffer -> out_done(out);
-//             the chunks go back to the pool carrying out_done; the VA range is unmapped later
-//             (deferred: nothing may use a range being unmapped, and cuMemUnmap synchronises).
-//   SwapIn:   chunks from the pool (in waits on their fences) -> map -> in waits on out_done
-//             (the host copy is complete) -> HtoD -> ready(in); the host buffer goes back to its
-//             pool carrying `ready`. WaitResident makes the consumer's stream wait on `ready`.
+// SwapEngine is a facade: it takes the lock and hands each call to the part that does the job.
+//   AllocationTable    the allocation records, by id and address; residency flags mirrored
+//   VaMapper           counted VMM calls: map chunks at a VA, unmap, reserve, free
+//   FreeRangeCache     freed ranges kept mapped, reused whole by the next allocation of a span
+//   UnmapBatcher       deferred unmaps, done in batches (cuMemUnmap synchronises the device)
+//   TransferScheduler  swap-out/in copies on the two duplex side streams, in 4 MiB pieces, by
+//                      fences; the destination of swapped bytes (host memory today)
+//   Evictor            room under the limit: trim, drain, evict by the closest-size rule
+//   Allocator          the engine's own allocations: VA, chunks, mappings, record; free
+//   ResidencyManager   swap-in, consumer waits, the synchronous fault-in, op preparation
+//   HostMapper         program VMM: a swapped-out VA mapped to host memory and back
+//   AdoptedRanges      program VMM: ranges the program reserved itself (adopt/unadopt/rebind)
+// beside the pools they share (ChunkPool, FencePool, HostPool).
+//
 // The host never waits except on the counted slow paths: FaultIn (the safety net), a swap-in
 // of a range whose stale mapping must go while its swap-out copy is still running, and
-// FlushUnmaps(all=true). A stale mapping that must go is unmapped together with every other
-// pending range whose copy is done: one device synchronisation for the whole batch.
+// FlushUnmaps(all=true).
 //
 // Thread-safe: every public method takes one internal mutex (these are rare, slow-path calls;
-// the launch hot path only reads per-allocation flags kept by the shim).
+// the launch hot path only reads per-allocation flags kept by the shim). The parts are not
+// thread-safe and are only used under that mutex.
 #pragma once
 
 #include <cuda.h>
@@ -24,16 +29,23 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
-#include <vector>
 
+#include "swap/adopted_ranges.h"
+#include "swap/allocation_table.h"
+#include "swap/allocator.h"
 #include "swap/chunk_pool.h"
 #include "swap/counters.h"
 #include "swap/driver_api.h"
+#include "swap/evictor.h"
+#include "swap/free_range_cache.h"
+#include "swap/host_mapper.h"
 #include "swap/host_pool.h"
+#include "swap/residency_manager.h"
+#include "swap/transfer_scheduler.h"
+#include "swap/unmap_batcher.h"
+#include "swap/va_mapper.h"
 
 namespace chameleon::shim::swap {
 
@@ -49,19 +61,6 @@ struct SwapEngineOptions {
   /// Device bytes held outside the engine (the shim's passed-through allocations), counted
   /// against the limit: chunks are created only while created + external <= limit. May be null.
   const std::atomic<std::uint64_t>* external_bytes = nullptr;
-};
-
-/// Identity of an allocation (monotonic, never reused: a stale id simply finds nothing).
-using AllocId = std::uint64_t;
-
-enum class Residency : std::uint8_t { kUnknown, kResident, kSwappedOut };
-
-/// Bits the engine mirrors into a caller-owned flags word (the shim's AllocationState::flags), so
-/// the launch hot path can test residency with one relaxed load and no lock. Chosen clear of the
-/// shim's own AllocationFlag bits (kNeverSwap = bit 0).
-enum SwapFlag : std::uint32_t {
-  kSwapFlagSwappedOut = 1u << 8,  ///< contents on the host: a touch needs FaultIn
-  kSwapFlagInFlight = 1u << 9,    ///< swap-in issued, not known complete: consumers WaitResident
 };
 
 class SwapEngine {
@@ -123,7 +122,7 @@ class SwapEngine {
   /// A released chunk still mapped at a stale VA is freed by the driver once that is unmapped.
   std::uint64_t TrimPool();
 
-  /// Program VMM (swap_adopt.cc, docs/executor.md "Program VMM"): an allocation at the
+  /// Program VMM (AdoptedRanges, docs/executor.md "Program VMM"): an allocation at the
   /// program's own reserved, unmapped range [va, va + bytes) (chunk-aligned, a chunk multiple).
   /// The VA stays the program's: never reserved, released or address-freed here. If a reused
   /// chunk's last user may still run, the allocation starts in flight (consumers wait).
@@ -158,113 +157,6 @@ class SwapEngine {
   CUstream out_stream() const { return out_; }  ///< the swap-out (device->host) stream
 
  private:
-  struct Allocation {
-    AllocId id = 0;
-    CUdeviceptr va = 0;
-    std::size_t bytes = 0;  // requested
-    std::size_t span = 0;   // chunk-rounded, reserved and mapped
-    Residency state = Residency::kResident;
-    bool mapped = true;  // VA has mappings (resident, or swapped with its unmap deferred)
-    bool pinned = false;
-    bool held = false;          // named by the op being prepared (PrepareUse): never evicted for it
-    bool wait_counted = false;  // hit/miss counted for the current `ready`
-    std::vector<std::uint32_t> chunks;  // mapped chunks, or the released ones when swapped
-    std::vector<std::uint64_t> epochs;  // chunk epochs at release (Reclaim)
-    void* host = nullptr;               // host copy while swapped out
-    Fence* ready = nullptr;             // consumers wait on this (swap-in / reclaim done)
-    Fence* out_done = nullptr;          // swap-out copy done
-    CUstream last_stream = nullptr;
-    std::atomic<std::uint32_t>* flags = nullptr;  // caller's word; SwapFlag bits mirrored
-    bool adopted = false;  // Adopt: the VA is the program's (never address-freed here)
-    CUmemGenericAllocationHandle host_map = 0;  // swapped out, VA mapped to host memory
-  };
-  /// A freed range kept for the next allocation of the same span (free_ranges.cc): while
-  /// `mapped` and its chunks are untouched in the pool, it is reused as is (no VMM call);
-  /// unmapped, its VA is (no reserve/free pair).
-  struct FreeRange {
-    CUdeviceptr va = 0;
-    std::size_t span = 0;
-    bool mapped = true;
-    std::vector<std::uint32_t> chunks;  // released chunks, while mapped
-    std::vector<std::uint64_t> epochs;
-    Fence* fence = nullptr;  // the free's fence (one reference), while mapped
-  };
-  struct PendingUnmap {
-    AllocId id = 0;  // swapped-out allocation, or 0 for a freed range
-    CUdeviceptr va = 0;
-    std::size_t span = 0;
-    Fence* fence = nullptr;
-  };
-
-  Allocation* Get(AllocId id);
-  const Allocation* Get(AllocId id) const;
-  CUresult SwapOutLocked(Allocation* a, CUstream compute);
-  /// `count_stall`: false inside FaultIn, which counts its whole wait as one stall.
-  CUresult SwapInLocked(Allocation* a, bool count_stall = true);
-  CUresult FaultInLocked(Allocation* a);
-  /// Program VMM (swap_adopt.cc): maps a swapped-out range to host memory holding its contents
-  /// (`stream` waits for the copy); and back: copies them back to the host buffer, unmaps.
-  CUresult HostMapLocked(Allocation* a, CUstream stream);
-  CUresult HostUnmapLocked(Allocation* a);
-  CUresult MapNewLocked(CUdeviceptr va, std::size_t bytes, std::size_t span, CUstream stream,
-                        AllocId* id, std::atomic<std::uint32_t>* flags);
-  /// Returns the number of ranges unmapped. A non-empty batch counts one device_syncs unless
-  /// `count_sync` is false (the caller already synchronised the device).
-  std::size_t FlushUnmapsLocked(bool all, bool count_sync = true);
-  /// Unmaps the ranges whose fences completed, then releases idle pooled chunks.
-  std::uint64_t TrimLocked();
-  // --- free-range cache (free_ranges.cc) ---
-  /// Free of a resident allocation: its chunks are already released with `fence` (whose
-  /// reference this takes); the range stays mapped and is cached.
-  void CacheFreeRangeLocked(Allocation* a, Fence* fence);
-  /// A cached range of `span` for a new allocation first used on `stream`: a mapped one whose
-  /// chunks are intact (`*chunks` filled, `stream` waits on the free's fence), else an unmapped
-  /// one (`*chunks` empty). 0 when none.
-  CUdeviceptr ReuseFreeRangeLocked(std::size_t span, CUstream stream,
-                                   std::vector<std::uint32_t>* chunks);
-  /// Unmaps cached ranges whose free fence completed and whose chunks were reused (`all`: also
-  /// the intact ones, so that trimmed chunks really return their memory), then releases the VA
-  /// of unmapped ones beyond the cap. Returns the number unmapped.
-  std::size_t FlushFreeRangesLocked(bool all);
-  /// Unmaps and releases every cached range (destruction; the device is idle).
-  void DropFreeRangesLocked();
-  /// The allocation record for a mapped range.
-  void TrackLocked(CUdeviceptr va, std::size_t bytes, std::size_t span,
-                   std::vector<std::uint32_t> chunks, CUstream stream, AllocId* id,
-                   std::atomic<std::uint32_t>* flags);
-  /// Waits for the side stream and every pending unmap, then trims the pool (a counted stall).
-  std::uint64_t DrainAndTrimLocked();
-  CUresult WaitResidentLocked(Allocation* a, CUstream consumer);
-  CUresult TakeChunks(std::uint32_t n, CUstream wait_stream, AllocId exclude,
-                      std::vector<std::uint32_t>* out, std::vector<Fence*>* fences = nullptr);
-  /// Chunks per copy: swap-outs copy (and release) a tensor in pieces of this many chunks, each
-  /// with its own fence, and swap-ins wait per piece, so that a swap-in filling chunks another
-  /// tensor's swap-out is emptying overlaps with it (the two directions of the link).
-  std::size_t PieceChunks() const;
-  /// The swap-out copy of `a` into `host`, piece by piece; releases each piece's chunks with
-  /// its fence. Returns the last fence (its Record reference), or null (then nothing changed).
-  Fence* CopyOutLocked(Allocation* a, void* host, CUresult* result);
-  /// The swap-in copy into `a`'s (mapped) chunks; `waits` are their pool fences, in order.
-  CUresult CopyInLocked(Allocation* a, const std::vector<Fence*>& waits);
-  bool EvictClosest(std::size_t bytes, AllocId exclude);
-  CUresult MapChunks(CUdeviceptr va, const std::vector<std::uint32_t>& chunks);
-  CUresult Unmap(CUdeviceptr va, std::size_t span);
-  /// Unmaps a swapped-out allocation's stale range now; true if it had to wait for the copy.
-  bool UnmapNow(Allocation* a);
-  /// The swap-in of `a` needs its stale range unmapped: unmaps it and, in the same breath, every
-  /// other pending range whose copy has completed (one device synchronisation covers them all).
-  void ForceUnmapLocked(Allocation* a, bool count_stall);
-  /// Unmapped, swapped out, its old chunks untouched in the pool: takes them back and maps them
-  /// again (no copy). False if they were reused (or the map failed: nothing changed then).
-  bool RemapReclaimLocked(Allocation* a);
-  /// The allocation is resident again on its old chunks: no copy was needed.
-  void FinishReclaimLocked(Allocation* a);
-  /// Makes both side streams' work so far complete (a host wait).
-  void SyncSideStreams();
-  void Stall(std::uint64_t t0_ns);
-  static void MirrorFlags(const Allocation* a);
-  static std::uint64_t NowNs();
-
   DriverApi api_;
   SwapEngineOptions options_;
   SwapCounters* counters_;
@@ -272,14 +164,21 @@ class SwapEngine {
   CUstream side_ = nullptr;  // swap-ins (HtoD); chunk waits for them
   CUstream out_ = nullptr;   // swap-outs (DtoH)
   mutable std::mutex mu_;
+  AllocationTable table_;
+  // Built by Init (they need the granularity and the streams), each after what it uses, and
+  // torn down in reverse by ~SwapEngine once the device is idle.
   std::unique_ptr<FencePool> fences_;
   std::unique_ptr<ChunkPool> chunks_;
   std::unique_ptr<HostPool> host_;
-  AllocId next_id_ = 1;
-  std::unordered_map<AllocId, std::unique_ptr<Allocation>> allocs_;
-  std::map<CUdeviceptr, AllocId> by_address_;
-  std::vector<PendingUnmap> pending_;
-  std::multimap<std::size_t, FreeRange> free_ranges_;  // span -> range, oldest first per span
+  std::unique_ptr<VaMapper> vmm_;
+  std::unique_ptr<FreeRangeCache> free_ranges_;
+  std::unique_ptr<UnmapBatcher> unmaps_;
+  std::unique_ptr<TransferScheduler> transfers_;
+  std::unique_ptr<Evictor> evictor_;
+  std::unique_ptr<Allocator> allocator_;
+  std::unique_ptr<HostMapper> host_maps_;
+  std::unique_ptr<ResidencyManager> residency_;
+  std::unique_ptr<AdoptedRanges> adopted_;
 };
 
 }  // namespace chameleon::shim::swap

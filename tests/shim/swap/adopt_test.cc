@@ -1,6 +1,7 @@
-// SwapEngine on the program's own VMM ranges (swap_adopt.cc, docs/executor.md "Program VMM"):
-// adoption at the program's VA, unmap/remap with the contents kept, and reached pages that do not
-// fit mapped to host memory with their contents (reads and writes go through, and come back).
+// SwapEngine on the program's own VMM ranges (AdoptedRanges and HostMapper, docs/executor.md
+// "Program VMM"): adoption at the program's VA, unmap/remap with the contents kept, and reached
+// pages that do not fit mapped to host memory with their contents (reads and writes go through, and
+// come back).
 #include "sim_fixture.h"
 
 namespace swap_test {

@@ -1,0 +1,78 @@
+#include "swap/evictor.h"
+
+namespace chameleon::shim::swap {
+
+Allocation* Evictor::PickClosest(std::size_t bytes, AllocId exclude) const {
+  Allocation* best = nullptr;
+  std::size_t best_diff = 0;
+  table_->ForEach([&](Allocation& a) {
+    if (a.id == exclude || a.pinned || a.held || a.state != Residency::kResident) return;
+    const std::size_t diff = a.bytes > bytes ? a.bytes - bytes : bytes - a.bytes;
+    if (!best || diff < best_diff || (diff == best_diff && a.id < best->id)) {
+      best = &a;
+      best_diff = diff;
+    }
+  });
+  return best;
+}
+
+bool Evictor::EvictClosest(std::size_t bytes, AllocId exclude) {
+  Allocation* best = PickClosest(bytes, exclude);
+  if (!best || transfers_->SwapOut(best, best->last_stream) != CUDA_SUCCESS) return false;
+  MirrorFlags(*best);
+  base_.counters->Add(base_.counters->evictions);
+  return true;
+}
+
+CUresult Evictor::TakeChunks(std::uint32_t n, CUstream wait_stream, AllocId exclude,
+                             std::vector<std::uint32_t>* out, std::vector<Fence*>* fences) {
+  for (;;) {
+    const CUresult r = base_.chunks->Take(n, wait_stream, out, fences);
+    if (r == CUDA_SUCCESS) return r;
+    // Freed chunks pool up without an eviction; only then do we evict (no host wait either way:
+    // the taker's stream waits on the victim's swap-out fence).
+    if (!EvictClosest(static_cast<std::size_t>(n) * base_.chunks->chunk_bytes(), exclude)) {
+      return r;
+    }
+  }
+}
+
+bool Evictor::MakeRoom(std::uint64_t bytes) {
+  const auto fits = [&] { return base_.chunks->room_bytes() >= bytes; };
+  if (fits()) return true;
+  Trim();
+  if (fits()) return true;
+  DrainAndTrim();
+  // Each eviction puts the victim's chunks in the pool; draining lets them go to the driver.
+  while (!fits() && EvictClosest(bytes, 0)) DrainAndTrim();
+  return fits();
+}
+
+bool Evictor::ReleaseBytes(std::uint64_t bytes) {
+  std::uint64_t released = Trim();
+  if (released < bytes) released += DrainAndTrim();
+  while (released < bytes && EvictClosest(bytes, 0)) released += DrainAndTrim();
+  return released > 0;
+}
+
+std::uint64_t Evictor::Trim() {
+  // A pooled chunk may still be mapped at the stale VA of a swapped-out or freed range, and the
+  // driver frees a released chunk only once its last mapping goes: unmap first what can go (the
+  // same fences guard both), so the chunks Trim releases really return their memory.
+  unmaps_->Flush(/*all=*/false);
+  if (free_ranges_->Flush(/*all=*/true) > 0) base_.counters->Add(base_.counters->device_syncs);
+  return base_.chunks->Trim();
+}
+
+std::uint64_t Evictor::DrainAndTrim() {
+  // Idle chunks whose last user is still running, or still mapped at a stale VA (a released
+  // chunk's memory only goes when its last mapping does): wait for all of it once.
+  const std::uint64_t t0 = NowNs();
+  transfers_->SyncStreams();
+  base_.counters->Add(base_.counters->device_syncs);
+  unmaps_->Flush(/*all=*/true);
+  CountStall(base_.counters, t0);
+  return Trim();
+}
+
+}  // namespace chameleon::shim::swap

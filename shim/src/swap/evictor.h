@@ -1,0 +1,65 @@
+// Evictor: makes room for device chunks under the limit — trims idle pooled chunks, drains
+// pending unmaps, and swaps out resident allocations chosen by the closest-size rule.
+//
+// The rule (the paper's): the victim is the resident, swappable allocation whose size is
+// closest to the request (ties: the oldest id), never one that is pinned, held by the op being
+// prepared, or the requester itself. Evicting needs no host wait: the taker's stream waits on the
+// victim's swap-out fences through the chunk pool. Only MakeRoom/ReleaseBytes (memory needed
+// outside the engine) drain, a counted stall.
+//
+// Not thread-safe: owned by SwapEngine, used under its mutex.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "swap/allocation_table.h"
+#include "swap/free_range_cache.h"
+#include "swap/swap_base.h"
+#include "swap/transfer_scheduler.h"
+#include "swap/unmap_batcher.h"
+
+namespace chameleon::shim::swap {
+
+class Evictor {
+ public:
+  Evictor(const SwapBase& base, AllocationTable* table, TransferScheduler* transfers,
+          UnmapBatcher* unmaps, FreeRangeCache* free_ranges)
+      : base_(base),
+        table_(table),
+        transfers_(transfers),
+        unmaps_(unmaps),
+        free_ranges_(free_ranges) {}
+
+  /// The victim the closest-size rule picks for a request of `bytes`, or null.
+  Allocation* PickClosest(std::size_t bytes, AllocId exclude) const;
+  /// Swaps out PickClosest's victim (counted in evictions). False when there was none or its
+  /// swap-out failed.
+  bool EvictClosest(std::size_t bytes, AllocId exclude);
+  /// ChunkPool::Take that evicts (never `exclude`) until the chunks fit or nobody is left.
+  CUresult TakeChunks(std::uint32_t n, CUstream wait_stream, AllocId exclude,
+                      std::vector<std::uint32_t>* out, std::vector<Fence*>* fences = nullptr);
+  /// Room for `bytes` allocated outside the engine: trim, then drain and evict (counted
+  /// stalls). True when created chunk bytes + external bytes + `bytes` <= the limit afterwards.
+  bool MakeRoom(std::uint64_t bytes);
+  /// Gives at least `bytes` of chunks back to the driver, evicting if needed. False when
+  /// nothing could be released.
+  bool ReleaseBytes(std::uint64_t bytes);
+  /// Unmaps the ranges whose fences completed (free ranges too), then releases idle pooled
+  /// chunks. Returns the bytes released.
+  std::uint64_t Trim();
+  /// Waits for the side streams and every pending unmap, then trims (a counted stall).
+  std::uint64_t DrainAndTrim();
+
+ private:
+  SwapBase base_;
+  AllocationTable* table_;
+  TransferScheduler* transfers_;
+  UnmapBatcher* unmaps_;
+  FreeRangeCache* free_ranges_;
+};
+
+}  // namespace chameleon::shim::swap

@@ -1,0 +1,70 @@
+// ResidencyManager: brings allocations back to the device when they are needed — the swap-in
+// (reclaiming the old chunks without a copy when nobody reused them), the consumer's wait, the
+// synchronous fault-in safety net — and prepares all tensors of an op under one lock.
+//
+// The host never waits here except on the counted slow paths: FaultIn, and a swap-in whose
+// stale mapping must go while its swap-out copy is still running (UnmapBatcher::ForceUnmap).
+//
+// Not thread-safe: owned by SwapEngine, used under its mutex.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+
+#include "swap/allocation_table.h"
+#include "swap/evictor.h"
+#include "swap/host_mapper.h"
+#include "swap/swap_base.h"
+#include "swap/transfer_scheduler.h"
+#include "swap/unmap_batcher.h"
+
+namespace chameleon::shim::swap {
+
+class ResidencyManager {
+ public:
+  /// `skip_swap_in_wait`: fault injection (SwapEngineOptions), consumers do not wait.
+  ResidencyManager(const SwapBase& base, bool skip_swap_in_wait, AllocationTable* table,
+                   UnmapBatcher* unmaps, TransferScheduler* transfers, Evictor* evictor,
+                   HostMapper* host_maps)
+      : base_(base),
+        skip_swap_in_wait_(skip_swap_in_wait),
+        table_(table),
+        unmaps_(unmaps),
+        transfers_(transfers),
+        evictor_(evictor),
+        host_maps_(host_maps) {}
+
+  /// Starts the swap-in of `a` on the in stream; no-op when resident. `count_stall`: false
+  /// inside FaultIn, which counts its whole wait as one stall.
+  CUresult SwapIn(Allocation* a, bool count_stall = true);
+  /// Makes `consumer` wait until `a`'s data is back (counts a prefetch hit or miss), starting
+  /// the swap-in first if nobody did.
+  CUresult WaitResident(Allocation* a, CUstream consumer);
+  /// Brings `a` back and waits on the host (a counted stall).
+  CUresult FaultIn(Allocation* a);
+  /// SwapEngine::PrepareUse (see there).
+  CUresult PrepareUse(const AllocId* ids, std::size_t n, CUstream stream);
+  /// SwapEngine::PrepareSpan (see there).
+  CUresult PrepareSpan(const AllocId* named, std::size_t n, const AllocId* reach, std::size_t m,
+                       CUstream stream);
+
+ private:
+  /// Unmapped, swapped out, its old chunks untouched in the pool: takes them back and maps them
+  /// again (no copy). False if they were reused (or the map failed: nothing changed then).
+  bool RemapReclaim(Allocation* a);
+  /// Marks the allocations of `ids` held (never evicted for the op being prepared) or not.
+  void Hold(const AllocId* ids, std::size_t k, bool on);
+  /// Makes the named allocation usable by `stream`: FaultIn when swapped out, else a wait.
+  CUresult PrepareNamed(Allocation* a, CUstream stream);
+
+  SwapBase base_;
+  bool skip_swap_in_wait_;
+  AllocationTable* table_;
+  UnmapBatcher* unmaps_;
+  TransferScheduler* transfers_;
+  Evictor* evictor_;
+  HostMapper* host_maps_;
+};
+
+}  // namespace chameleon::shim::swap

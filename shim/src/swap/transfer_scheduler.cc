@@ -1,0 +1,164 @@
+#include "swap/transfer_scheduler.h"
+
+#include <algorithm>
+
+namespace chameleon::shim::swap {
+namespace {
+
+// Bytes per swap copy (at least one chunk). Smaller pieces overlap a swap-out with the swap-in
+// that waits for its chunks more finely, at one more copy and event record per piece.
+constexpr std::size_t kPieceBytes = 4u << 20;
+
+}  // namespace
+
+std::size_t TransferScheduler::PieceChunks() const {
+  const std::size_t chunk = base_.chunks->chunk_bytes();
+  return kPieceBytes > chunk ? kPieceBytes / chunk : 1;
+}
+
+CUresult TransferScheduler::CopyOutPiece(void* dst, CUdeviceptr src, std::size_t n) {
+  return base_.api->memcpy_dtoh_async(dst, src, n, out_);
+}
+
+CUresult TransferScheduler::CopyInPiece(CUdeviceptr dst, const void* src, std::size_t n) {
+  return base_.api->memcpy_htod_async(dst, src, n, in_);
+}
+
+Fence* TransferScheduler::CopyOut(Allocation* a, void* host, CUresult* result) {
+  const std::size_t piece = PieceChunks();
+  const std::size_t chunk = base_.chunks->chunk_bytes();
+  Fence* last = nullptr;
+  a->epochs.clear();
+  *result = CUDA_SUCCESS;
+  for (std::size_t i = 0; i < a->chunks.size(); i += piece) {
+    const std::size_t off = i * chunk;
+    const std::size_t n = std::min(piece * chunk, a->bytes - off);
+    *result = CopyOutPiece(static_cast<char*>(host) + off, a->va + off, n);
+    Fence* f = *result == CUDA_SUCCESS ? base_.fences->Record(out_) : nullptr;
+    if (!f) {
+      // Take the pieces already released back (nobody can have taken them: we hold the lock).
+      std::vector<std::uint32_t> released(a->chunks.begin(), a->chunks.begin() + i);
+      base_.chunks->Reclaim(released, a->epochs);
+      base_.fences->Unref(last);
+      if (*result == CUDA_SUCCESS) *result = CUDA_ERROR_UNKNOWN;
+      return nullptr;
+    }
+    for (std::size_t j = i; j < std::min(i + piece, a->chunks.size()); ++j) {
+      a->epochs.push_back(base_.chunks->ReleaseOne(a->chunks[j], f));
+    }
+    base_.fences->Unref(last);  // the chunks hold their own references
+    last = f;
+  }
+  return last;
+}
+
+CUresult TransferScheduler::CopyIn(Allocation* a, const std::vector<Fence*>& waits) {
+  // The host copy is complete only once the swap-out copy (out stream) has finished. (A stale
+  // range's forced unmap already waited for it; an unmapped range's fence had completed.)
+  if (a->out_done && !base_.fences->Done(a->out_done)) {
+    base_.api->stream_wait_event(in_, a->out_done->event, 0);
+  }
+  const std::size_t piece = PieceChunks();
+  const std::size_t chunk = base_.chunks->chunk_bytes();
+  Fence* waited = nullptr;
+  for (std::size_t i = 0; i < a->chunks.size(); i += piece) {
+    // Each piece waits only for its own chunks' previous users (usually one swap-out piece).
+    for (std::size_t j = i; j < std::min(i + piece, a->chunks.size()); ++j) {
+      Fence* f = j < waits.size() ? waits[j] : nullptr;
+      if (f && f != waited) base_.api->stream_wait_event(in_, f->event, 0);
+      if (f) waited = f;
+    }
+    const std::size_t off = i * chunk;
+    const std::size_t n = std::min(piece * chunk, a->bytes - off);
+    const CUresult r = CopyInPiece(a->va + off, static_cast<const char*>(a->host) + off, n);
+    if (r != CUDA_SUCCESS) return r;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult TransferScheduler::SwapOut(Allocation* a, CUstream compute) {
+  if (a->state != Residency::kResident) return CUDA_SUCCESS;
+  if (a->pinned) return CUDA_ERROR_NOT_PERMITTED;
+  Fence* host_read = nullptr;
+  void* host = destination_->Acquire(a->span, &host_read);
+  if (!host) {
+    base_.counters->Add(base_.counters->host_pool_full);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  // 1. Everything queued on the compute stream so far (the last use) precedes the copy.
+  Fence* last_use = base_.fences->Record(compute);
+  if (!last_use) {
+    destination_->Release(host, a->span, host_read);
+    base_.fences->Unref(host_read);
+    return CUDA_ERROR_UNKNOWN;
+  }
+  base_.api->stream_wait_event(out_, last_use->event, 0);
+  base_.fences->Unref(last_use);  // the wait captured the event's state; it may be re-recorded
+  // 2. The buffer may still be read by the swap-in that released it (on the in stream).
+  if (host_read) {
+    if (!base_.fences->Done(host_read)) base_.api->stream_wait_event(out_, host_read->event, 0);
+    base_.fences->Unref(host_read);
+  }
+  // 3. A swap-in of this tensor nobody waited for may still be writing it (in stream).
+  if (a->ready) {
+    if (!base_.fences->Done(a->ready)) base_.api->stream_wait_event(out_, a->ready->event, 0);
+    base_.fences->Unref(a->ready);
+    a->ready = nullptr;
+  }
+  // 4. The copy out, piece by piece; each piece's chunks go to the pool with its own fence (the
+  // next user waits on that), and out_done (the last) covers the whole copy.
+  CUresult r = CUDA_SUCCESS;
+  Fence* out_done = CopyOut(a, host, &r);
+  if (!out_done) {
+    destination_->Release(host, a->span);
+    return r;
+  }
+  a->out_done = out_done;
+  a->host = host;
+  a->state = Residency::kSwappedOut;
+  a->wait_counted = false;
+  // 5. The VA keeps its (now stale) mappings until a flush of unmaps after out_done.
+  FencePool::Ref(out_done);
+  unmaps_->Defer(a->id, a->va, a->span, out_done);
+  base_.counters->Add(base_.counters->swap_out_bytes, a->bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult TransferScheduler::SwapIn(Allocation* a, const std::vector<Fence*>& waits) {
+  CUresult r = CopyIn(a, waits);
+  for (Fence* f : waits) base_.fences->Unref(f);
+  a->ready = base_.fences->Record(in_);
+  // The next swap-out writing this buffer waits for `ready` (the read above) on its stream.
+  ReleaseCopy(a, a->ready);
+  base_.fences->Unref(a->out_done);
+  a->out_done = nullptr;
+  a->state = Residency::kResident;
+  a->wait_counted = false;
+  base_.counters->Add(base_.counters->swap_in_bytes, a->bytes);
+  return r;
+}
+
+void TransferScheduler::FinishReclaim(Allocation* a) {
+  ReleaseCopy(a, a->out_done);  // the copy out may still write it
+  a->ready = a->out_done;       // conservative: writers wait until the copy out has read them
+  a->out_done = nullptr;
+  a->state = Residency::kResident;
+  a->wait_counted = false;
+  base_.counters->Add(base_.counters->reclaims);
+}
+
+void TransferScheduler::ReleaseCopy(Allocation* a, Fence* busy) {
+  destination_->Release(a->host, a->span, busy);
+  a->host = nullptr;
+}
+
+void TransferScheduler::SyncStreams() {
+  for (CUstream s : {in_, out_}) {
+    if (Fence* f = base_.fences->Record(s)) {
+      base_.api->event_synchronize(f->event);
+      base_.fences->Unref(f);
+    }
+  }
+}
+
+}  // namespace chameleon::shim::swap
