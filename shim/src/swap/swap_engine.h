@@ -30,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "swap/allocation_flags.h"
 #include "swap/chunk_pool.h"
 #include "swap/counters.h"
 #include "swap/driver_api.h"
@@ -56,14 +57,6 @@ using AllocId = std::uint64_t;
 
 enum class Residency : std::uint8_t { kUnknown, kResident, kSwappedOut };
 
-/// Bits the engine mirrors into a caller-owned flags word (the shim's AllocationState::flags), so
-/// the launch hot path can test residency with one relaxed load and no lock. Chosen clear of the
-/// shim's own AllocationFlag bits (kNeverSwap = bit 0).
-enum SwapFlag : std::uint32_t {
-  kSwapFlagSwappedOut = 1u << 8,  ///< contents on the host: a touch needs FaultIn
-  kSwapFlagInFlight = 1u << 9,    ///< swap-in issued, not known complete: consumers WaitResident
-};
-
 class SwapEngine {
  public:
   SwapEngine(const DriverApi& api, const SwapEngineOptions& options, SwapCounters* counters);
@@ -77,8 +70,9 @@ class SwapEngine {
   /// A swappable allocation: reserve (chunk-rounded) VA, map chunks, grant access. `stream` is
   /// where it will first be used: it waits on the fences of reused chunks. Under the limit,
   /// evicts resident allocations (closest size first) until the chunks fit.
-  /// `flags`, if given, receives SwapFlag bits for the allocation's lifetime (it must outlive the
-  /// allocation or be detached with AttachFlags(id, nullptr)).
+  /// `flags`, if given, receives the kSwappedOut / kSwapInFlight bits (swap/allocation_flags.h) for
+  /// the allocation's lifetime (it must outlive the allocation or be detached with AttachFlags(id,
+  /// nullptr)).
   CUresult Allocate(std::size_t bytes, CUstream stream, CUdeviceptr* ptr, AllocId* id,
                     std::atomic<std::uint32_t>* flags = nullptr);
   /// Sets (or clears, with null) the flags word mirrored for `id`.
@@ -174,7 +168,8 @@ class SwapEngine {
     Fence* ready = nullptr;             // consumers wait on this (swap-in / reclaim done)
     Fence* out_done = nullptr;          // swap-out copy done
     CUstream last_stream = nullptr;
-    std::atomic<std::uint32_t>* flags = nullptr;  // caller's word; SwapFlag bits mirrored
+    std::atomic<std::uint32_t>* flags =
+        nullptr;           // caller's word; kSwappedOut / kSwapInFlight mirrored
     bool adopted = false;  // Adopt: the VA is the program's (never address-freed here)
     CUmemGenericAllocationHandle host_map = 0;  // swapped out, VA mapped to host memory
   };
