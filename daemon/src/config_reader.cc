@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "chameleon/ipc/byte_size.h"
+
 namespace chameleon::daemon::detail {
 
 namespace {
@@ -187,49 +189,26 @@ void ConfigReader::Mode(const YAML::Node& parent, const std::string& path, const
 }
 
 bool ParseByteCount(const std::string& text, std::uint64_t* out) {
-  static constexpr std::pair<const char*, double> kUnits[] = {{"TiB", 1099511627776.0},
-                                                              {"GiB", 1073741824.0},
-                                                              {"MiB", 1048576.0},
-                                                              {"KiB", 1024.0},
-                                                              {"TB", 1e12},
-                                                              {"GB", 1e9},
-                                                              {"MB", 1e6},
-                                                              {"KB", 1e3},
-                                                              {"B", 1.0}};
-  std::uint64_t whole = 0;
-  if (ParseNumber(text, &whole)) {
-    *out = whole;
-    return true;
-  }
-  for (const auto& [suffix, scale] : kUnits) {
-    const std::string s = suffix;
-    if (text.size() <= s.size() || text.compare(text.size() - s.size(), s.size(), s) != 0) continue;
-    std::string number = text.substr(0, text.size() - s.size());
-    while (!number.empty() && number.back() == ' ') number.pop_back();
-    double v = 0;
-    if (number.empty() || number.front() == '-' || !ParseDouble(number, &v)) return false;
-    const double bytes = v * scale;
-    if (bytes > 1.8e19) return false;  // beyond uint64
-    *out = static_cast<std::uint64_t>(std::llround(bytes));
-    return true;
-  }
-  return false;
+  const ipc::ByteSize size = ipc::ParseByteSize(text);
+  if (!size) return false;
+  *out = size.bytes;
+  return true;
 }
 
 void ConfigReader::Bytes(const YAML::Node& parent, const std::string& path, const char* key,
                          std::uint64_t min, std::uint64_t* out) {
   const std::string full = Join(path, key);
-  const std::string expected = "a byte count >= " + std::to_string(min) +
-                               " (an integer, or a number with B, KiB, MiB, GiB, TiB, KB, MB, "
-                               "GB or TB)";
+  const std::string expected =
+      "a byte size >= " + std::to_string(min) + " (" + ipc::kByteSizeForms + ")";
   const std::string* text = Scalar(parent[key], full, expected.c_str());
   if (text == nullptr) return;
-  std::uint64_t v = 0;
-  if (!ParseByteCount(*text, &v) || v < min) {
-    Error(full, "expected " + expected + ", got '" + *text + "'");
+  const ipc::ByteSize size = ipc::ParseByteSize(*text);
+  if (!size || size.bytes < min) {
+    const std::string why = size ? "" : std::string(" (") + size.error + ")";
+    Error(full, "expected " + expected + ", got '" + *text + "'" + why);
     return;
   }
-  *out = v;
+  *out = size.bytes;
 }
 
 void ConfigReader::MillisToNanos(const YAML::Node& parent, const std::string& path, const char* key,

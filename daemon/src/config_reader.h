@@ -61,7 +61,7 @@ class ConfigReader {
   std::vector<std::string>* errors_;
 };
 
-/// Parses a byte count as Bytes() does; false when it is not one.
+/// Parses a byte count as Bytes() does (chameleon/ipc/byte_size.h); false when it is not one.
 bool ParseByteCount(const std::string& text, std::uint64_t* out);
 
 }  // namespace chameleon::daemon::detail

@@ -139,22 +139,6 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                      .Name("chameleon_device_bytes_peak")
                      .Help("Peak device bytes of the client")
                      .Register(r);
-  swap_bytes_ = &BuildCounter()
-                     .Name("chameleon_swap_bytes_total")
-                     .Help("Bytes swapped, by direction")
-                     .Register(r);
-  stall_seconds_ = &BuildCounter()
-                        .Name("chameleon_swap_stall_seconds_total")
-                        .Help("Time ops waited for a swap-in")
-                        .Register(r);
-  prefetch_hits_ = &BuildCounter()
-                        .Name("chameleon_prefetch_hits_total")
-                        .Help("Swap-ins complete before their use")
-                        .Register(r);
-  host_pool_bytes_ = &BuildGauge()
-                          .Name("chameleon_host_pool_bytes")
-                          .Help("Pinned host bytes held for swapped tensors")
-                          .Register(r);
   RegisterExecutorFamilies();
 }
 
@@ -177,11 +161,6 @@ SlotMetrics& Metrics::Slot(std::uint32_t slot) {
   m.unknown = &unknown_->Add(labels);
   m.bytes_live = &bytes_live_->Add(labels);
   m.bytes_peak = &bytes_peak_->Add(labels);
-  m.swap_out = &swap_bytes_->Add({{"client", std::to_string(slot)}, {"direction", "out"}});
-  m.swap_in = &swap_bytes_->Add({{"client", std::to_string(slot)}, {"direction", "in"}});
-  m.stall_seconds = &stall_seconds_->Add(labels);
-  m.prefetch_hits = &prefetch_hits_->Add(labels);
-  m.host_pool_bytes = &host_pool_bytes_->Add(labels);
   AddExecutorSeries(slot, &m);
   return slots_.emplace(slot, m).first->second;
 }
@@ -194,11 +173,9 @@ void Metrics::ClearSlot(std::uint32_t slot) {
   m.iteration_seconds->Set(0);
   m.bytes_live->Set(0);
   m.bytes_peak->Set(0);
-  m.host_pool_bytes->Set(0);
-  m.vmm_calls_last_iteration->Set(0);
-  m.swap_out_last_iteration->Set(0);
-  m.swap_in_last_iteration->Set(0);
-  m.policy_generation_applied->Set(0);
+  for (const ExecutorSeries& e : m.executor) {
+    if (e.gauge != nullptr) e.gauge->Set(0);
+  }
   m.device_limit_bytes->Set(0);
 }
 

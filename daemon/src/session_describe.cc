@@ -2,8 +2,11 @@
 #include <nlohmann/json.hpp>
 
 #include <cstring>
+#include <string>
+#include <string_view>
 
 #include "chameleon/daemon/client_session.h"
+#include "chameleon/ipc/executor_counters.h"
 
 namespace chameleon::daemon {
 namespace {
@@ -17,25 +20,25 @@ nlohmann::json PolicyJson(std::uint64_t generation, const ipc::Policy& policy, d
           {"measured_iteration_s", measured_s}};
 }
 
-/// The executor's counters as the shim last published them (SegmentHeader slots 5 and 7).
+/// The executor's counters as the shim last published them (SegmentHeader slots 5 and 7): every
+/// row of executor_counters.inc with a JSON key, "group.key" nested, scaled values as numbers.
 nlohmann::json SwapJson(const ipc::SegmentHeader& h) {
-  auto load = [](const std::atomic<std::uint64_t>& f) { return f.load(std::memory_order_relaxed); };
-  return {{"out_bytes", load(h.swap_out_bytes)},
-          {"in_bytes", load(h.swap_in_bytes)},
-          {"stalls", load(h.stall_count)},
-          {"stall_s", double(load(h.stall_ns)) * 1e-9},
-          {"prefetch_hits", load(h.prefetch_hits)},
-          {"prefetch_misses", load(h.prefetch_misses)},
-          {"host_pool_bytes", load(h.host_pool_bytes)},
-          {"vmm_calls", load(h.vmm_calls)},
-          {"fault_ins", load(h.fault_ins)},
-          {"evictions", load(h.evictions)},
-          {"policy_ignored", load(h.policy_ignored)},
-          {"iterations", load(h.executor_iterations)},
-          {"last_iteration",
-           {{"vmm_calls", load(h.last_iteration_vmm_calls)},
-            {"out_bytes", load(h.last_iteration_swap_out_bytes)},
-            {"in_bytes", load(h.last_iteration_swap_in_bytes)}}}};
+  nlohmann::json out = nlohmann::json::object();
+  for (const ipc::ExecutorCounter& row : ipc::kExecutorCounters) {
+    if (!row.published() || row.json[0] == '\0') continue;
+    const std::string_view key = row.json;
+    const std::size_t dot = key.find('.');
+    nlohmann::json& parent =
+        dot == std::string_view::npos ? out : out[std::string(key.substr(0, dot))];
+    const std::string leaf(dot == std::string_view::npos ? key : key.substr(dot + 1));
+    const std::uint64_t v = row.Load(h);
+    if (row.scale == 1) {
+      parent[leaf] = v;
+    } else {
+      parent[leaf] = double(v) * row.scale;
+    }
+  }
+  return out;
 }
 
 }  // namespace

@@ -27,17 +27,11 @@
 #include <mutex>
 #include <vector>
 
+#include "swap/allocation_flags.h"
+
 namespace chameleon::shim {
 
 inline constexpr std::uint32_t kMaxDevices = 64;
-
-/// Bits of AllocationState::flags.
-enum AllocationFlag : std::uint32_t {
-  kNeverSwap = 1u << 0,  ///< IPC-exported / shareable handle, or passed through: must never move
-  /// Mirrored by the swap executor (swap::kSwapFlagSwappedOut / kSwapFlagInFlight, same bits):
-  kSwappedOut = 1u << 8,    ///< contents on the host: the next op naming it faults it in
-  kSwapInFlight = 1u << 9,  ///< swap-in issued, not known complete: the op's stream waits
-};
 
 /// What the shim knows about one live allocation. Pool-allocated and recycled, never freed.
 struct AllocationState {
@@ -54,6 +48,13 @@ struct AllocationState {
   /// Stream of the last op that named it, as told to the executor (warm-up eviction fences).
   std::atomic<std::uint64_t> last_stream{0};
 };
+
+/// The swap executor's AllocId for `s` (swap::AllocId, a std::uint64_t): 0 when the allocation
+/// was passed through to the driver. Acquire: pairs with the release store that publishes it.
+inline std::uint64_t IdOf(const AllocationState* s) {
+  return static_cast<std::uint64_t>(
+      reinterpret_cast<std::uintptr_t>(s->executor_slot.load(std::memory_order_acquire)));
+}
 
 /// Result of a hot-path lookup.
 struct AllocationHit {

@@ -15,6 +15,9 @@ using namespace chameleon::shim;
 
 namespace {
 
+// ChameleonShimStats is the C ABI of chameleon_shim_get_stats (shim_api.h): programs compiled
+// against it read fields by offset, so its fields and their order stay frozen and it is filled
+// by name here instead of being generated from executor_counters.inc like everything else.
 void FillExecutorStats(ChameleonShimStats* s) {
   Executor* ex = ExecutorIfOn();
   if (ex == nullptr) return;
@@ -112,26 +115,13 @@ void LogExitStats() {
       static_cast<unsigned long long>(rt.table.live_count()),
       static_cast<unsigned long long>(rt.total_peak.load(std::memory_order_relaxed)),
       static_cast<unsigned long long>(rt.telemetry.iterations()), calls.c_str());
-  ChameleonShimStats s{};
-  FillExecutorStats(&s);
-  if (s.executor_on == 0) return;
-  // One line, key=value, parsed by tests and scripts (docs/shim.md).
-  Log(LogLevel::kWarn,
-      "executor: limit=%llu swap_out_bytes=%llu swap_in_bytes=%llu fault_ins=%llu "
-      "evictions=%llu stalls=%llu stall_ns=%llu prefetch_hits=%llu prefetch_misses=%llu "
-      "vmm_calls=%llu chunk_bytes=%llu policy_generation=%llu policy_ignored=%llu "
-      "iterations=%llu%s",
-      static_cast<unsigned long long>(s.device_limit_bytes),
-      static_cast<unsigned long long>(s.swap_out_bytes),
-      static_cast<unsigned long long>(s.swap_in_bytes),
-      static_cast<unsigned long long>(s.fault_ins), static_cast<unsigned long long>(s.evictions),
-      static_cast<unsigned long long>(s.stall_count), static_cast<unsigned long long>(s.stall_ns),
-      static_cast<unsigned long long>(s.prefetch_hits),
-      static_cast<unsigned long long>(s.prefetch_misses),
-      static_cast<unsigned long long>(s.vmm_calls), static_cast<unsigned long long>(s.chunk_bytes),
-      static_cast<unsigned long long>(s.policy_generation_applied),
-      static_cast<unsigned long long>(s.policy_ignored),
-      static_cast<unsigned long long>(s.executor_iterations), ExecutorDetailStats().c_str());
+  Executor* ex = ExecutorIfOn();
+  if (ex == nullptr) return;
+  // One line, key=value, parsed by tests and scripts (docs/shim.md): every counter of
+  // chameleon/ipc/executor_counters.inc after the limit.
+  Log(LogLevel::kWarn, "executor: limit=%llu%s",
+      static_cast<unsigned long long>(ex->engine->device_limit()),
+      FormatCounterPairs(ex->counters.Values()).c_str());
 }
 
 }  // namespace
@@ -140,5 +130,6 @@ void LogExitStats() {
 __attribute__((destructor)) static void ChameleonUnload() {
   if (g_mode.load(std::memory_order_acquire) == 0) return;
   ClientNoteExit();
+  ExecutorWriteExitStats();
   if (GetRuntime().config.debug_stats) LogExitStats();
 }

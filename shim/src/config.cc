@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "chameleon/ipc/byte_size.h"
 #include "chameleon/ipc/constants.h"
 #include "log.h"
 
@@ -22,30 +23,11 @@ bool ParseBoundedInt(const char* text, std::uint64_t max, std::uint64_t* out) {
   return true;
 }
 
-bool ParseByteSize(const char* text, std::uint64_t* out) {
+bool ParsePositiveByteSize(const char* text, std::uint64_t* out) {
   if (text == nullptr) return false;
-  std::size_t digits = 0;
-  while (text[digits] >= '0' && text[digits] <= '9') ++digits;
-  if (digits == 0 || digits > 20) return false;
-  const std::string number(text, digits);
-  std::uint64_t value = 0;
-  if (!ParseBoundedInt(number.c_str(), UINT64_MAX, &value) || value == 0) return false;
-  const char* suffix = text + digits;
-  static constexpr struct {
-    char letter;
-    int shift;
-  } kUnits[] = {{'K', 10}, {'M', 20}, {'G', 30}, {'T', 40}};
-  int shift = -1;
-  if (suffix[0] == '\0') {
-    shift = 0;
-  } else {
-    for (const auto& u : kUnits) {
-      if (suffix[0] != u.letter) continue;
-      if (suffix[1] == '\0' || std::strcmp(suffix + 1, "iB") == 0) shift = u.shift;
-    }
-  }
-  if (shift < 0 || (shift > 0 && value > (UINT64_MAX >> shift))) return false;
-  *out = value << shift;
+  const ipc::ByteSize size = ipc::ParseByteSize(text);
+  if (!size || size.bytes == 0) return false;
+  *out = size.bytes;
   return true;
 }
 
@@ -55,12 +37,11 @@ void ReadBytes(const char* name, std::uint64_t* field) {
   const char* text = std::getenv(name);
   if (text == nullptr) return;
   std::uint64_t value = 0;
-  if (ParseByteSize(text, &value)) {
+  if (ParsePositiveByteSize(text, &value)) {
     *field = value;
   } else {
-    Log(LogLevel::kWarn,
-        "ignoring %s='%s' (expected bytes > 0, optionally with K, M, G, T, KiB, MiB, GiB or TiB)",
-        name, text);
+    Log(LogLevel::kWarn, "ignoring %s='%s' (expected a size > 0: %s)", name, text,
+        ipc::kByteSizeForms);
   }
 }
 
@@ -101,15 +82,16 @@ Config LoadConfig() {
   const char* debug = std::getenv("CHAMELEON_DEBUG");
   config.debug_seqchange = debug != nullptr && std::strstr(debug, "seqchange") != nullptr;
   config.debug_stats = debug != nullptr && std::strstr(debug, "stats") != nullptr;
+  if (const char* stats = std::getenv("CHAMELEON_STATS_FILE")) config.stats_file = stats;
   const char* telemetry = std::getenv("CHAMELEON_TELEMETRY");
   config.telemetry = !(telemetry != nullptr && std::strcmp(telemetry, "0") == 0);
   if (const char* limit = std::getenv("CHAMELEON_DEVICE_LIMIT")) {
-    if (!ParseByteSize(limit, &config.device_limit_bytes)) {
+    if (!ParsePositiveByteSize(limit, &config.device_limit_bytes)) {
       config.device_limit_bytes = 0;
       Log(LogLevel::kError,
-          "CHAMELEON_DEVICE_LIMIT='%s' is not a byte count (e.g. 8589934592, 8G, 8GiB, 512M): "
-          "no device limit, swapping stays off unless a daemon is present",
-          limit);
+          "CHAMELEON_DEVICE_LIMIT='%s' is not a byte count > 0 (%s): no device limit, swapping "
+          "stays off unless a daemon is present",
+          limit, ipc::kByteSizeForms);
     }
   }
   if (const char* policy = std::getenv("CHAMELEON_SWAP_POLICY")) {

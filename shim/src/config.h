@@ -17,6 +17,7 @@ struct Config {
   std::uint64_t ring_bytes = 4u << 20;  ///< CHAMELEON_RING_BYTES (power of two)
   bool debug_seqchange = false;         ///< CHAMELEON_DEBUG contains "seqchange"
   bool debug_stats = false;             ///< CHAMELEON_DEBUG contains "stats": summary at exit
+  std::string stats_file;               ///< CHAMELEON_STATS_FILE: executor records (JSON lines)
   bool telemetry = true;                ///< CHAMELEON_TELEMETRY=0 keeps only the tracking
   // --- swap executor (docs/shim.md, "Swap executor") ---
   std::uint64_t device_limit_bytes = 0;     ///< CHAMELEON_DEVICE_LIMIT (0 = not set or invalid)
@@ -33,9 +34,9 @@ Config LoadConfig();
 /// Parses a non-negative decimal integer with an upper bound; false on anything else.
 bool ParseBoundedInt(const char* text, std::uint64_t max, std::uint64_t* out);
 
-/// Parses a byte count: decimal digits with an optional binary suffix K, M, G, T or KiB, MiB,
-/// GiB, TiB (case-sensitive as written; "2G" = "2GiB" = 2^31). False on anything else, on 0 and
-/// on overflow.
-bool ParseByteSize(const char* text, std::uint64_t* out);
+/// Parses a byte size by the one grammar (chameleon/ipc/byte_size.h: "8GiB" = 2^33, "8G" = "8GB"
+/// = 8 * 10^9) and requires it to be positive. False (and `*out` untouched) on null, on anything
+/// the grammar rejects and on 0.
+bool ParsePositiveByteSize(const char* text, std::uint64_t* out);
 
 }  // namespace chameleon::shim

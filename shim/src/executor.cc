@@ -12,10 +12,6 @@
 
 namespace chameleon::shim {
 
-// The engine mirrors its residency bits into AllocationState::flags: same bit positions.
-static_assert(std::uint32_t{kSwappedOut} == std::uint32_t{swap::kSwapFlagSwappedOut});
-static_assert(std::uint32_t{kSwapInFlight} == std::uint32_t{swap::kSwapFlagInFlight});
-
 std::atomic<Executor*> g_executor{nullptr};
 
 namespace {
@@ -46,11 +42,6 @@ void ScanUnderPressure(Runtime& rt, Executor& ex, std::uint64_t bytes, CUstream 
   const std::uint64_t n = ex.pressure.fetch_add(1, std::memory_order_relaxed) + 1;
   if ((n & (n - 1)) != 0) return;
   ExecutorPointerScan(rt, ex, stream, /*boundary=*/false);
-}
-
-swap::AllocId IdOf(const AllocationState* s) {
-  return static_cast<swap::AllocId>(
-      reinterpret_cast<std::uintptr_t>(s->executor_slot.load(std::memory_order_acquire)));
 }
 
 // Null when the executor stays off (every reason is logged once).
@@ -103,6 +94,10 @@ Executor* Create(Runtime& rt) {
     return nullptr;
   }
   ex->runner = std::make_unique<swap::PolicyRunner>(ex->engine.get(), &ex->counters);
+  if (!c.stats_file.empty() && !ex->stats_file.Open(c.stats_file.c_str())) {
+    Log(LogLevel::kWarn, "CHAMELEON_STATS_FILE='%s' cannot be opened: no stats file",
+        c.stats_file.c_str());
+  }
   Log(LogLevel::kInfo,
       "swap executor on: device %d, limit %llu bytes (%s), chunk %zu bytes, host pool cap %llu, "
       "pass-through below %llu bytes, daemon policy %s",
@@ -312,26 +307,19 @@ void ExecutorPointerScan(Runtime& rt, Executor& ex, CUstream stream, bool bounda
 
 void ExecutorBoundary(Executor& ex) {
   std::lock_guard<std::mutex> lock(ex.runner_mu);
+  // The generation in force during the iteration that ends here (BeginIteration may install
+  // the next one).
+  const std::uint64_t generation = swap::SwapCounters::Get(ex.counters.policy_generation);
   ex.runner->BeginIteration();
+  if (ex.stats_file.is_open()) {
+    ex.stats_file.Write("iteration", ex.counters.Values(), generation, ex.engine->device_limit());
+  }
   ex.runner_active.store(ex.runner->active(), std::memory_order_relaxed);
   if (LogEnabled(LogLevel::kDebug)) {
-    const swap::SwapCounters& c = ex.counters;
-    const auto get = [](const std::atomic<std::uint64_t>& v) { return swap::SwapCounters::Get(v); };
-    Log(LogLevel::kDebug,
-        "executor boundary %llu: generation %llu, totals: out %llu in %llu bytes, fault_ins %llu, "
-        "evictions %llu, prefetch hits %llu misses %llu, ignored %llu; last iteration vmm %llu;"
-        " stalls %llu;%s",
-        static_cast<unsigned long long>(get(c.iterations)),
-        static_cast<unsigned long long>(get(c.policy_generation)),
-        static_cast<unsigned long long>(get(c.swap_out_bytes)),
-        static_cast<unsigned long long>(get(c.swap_in_bytes)),
-        static_cast<unsigned long long>(get(c.fault_ins)),
-        static_cast<unsigned long long>(get(c.evictions)),
-        static_cast<unsigned long long>(get(c.prefetch_hits)),
-        static_cast<unsigned long long>(get(c.prefetch_misses)),
-        static_cast<unsigned long long>(get(c.policy_ignored)),
-        static_cast<unsigned long long>(get(c.last_iteration_vmm_calls)),
-        static_cast<unsigned long long>(get(c.stall_count)), ExecutorDetailStats().c_str());
+    // For people reading the log; tests and tools read CHAMELEON_STATS_FILE instead.
+    Log(LogLevel::kDebug, "executor boundary: generation %llu in force until now, totals:%s",
+        static_cast<unsigned long long>(generation),
+        FormatCounterPairs(ex.counters.Values()).c_str());
   }
 }
 
@@ -356,30 +344,13 @@ std::uint64_t ExecutorLimit() {
 
 namespace chameleon::shim {
 
-std::string ExecutorDetailStats() {
+void ExecutorWriteExitStats() {
   Executor* ex = ExecutorIfOn();
-  if (ex == nullptr) return {};
+  if (ex == nullptr || !ex->stats_file.is_open()) return;
+  std::lock_guard<std::mutex> lock(ex->runner_mu);
   const swap::SwapCounters& c = ex->counters;
-  std::string out;
-  const auto add = [&](const char* key, const std::atomic<std::uint64_t>& v) {
-    out += ' ';
-    out += key;
-    out += '=';
-    out += std::to_string(swap::SwapCounters::Get(v));
-  };
-  add("forced_unmaps", c.forced_unmaps);
-  add("unmaps", c.unmaps);
-  add("device_syncs", c.device_syncs);
-  add("reclaims", c.reclaims);
-  add("remap_reclaims", c.remap_reclaims);
-  add("vmm_maps", c.vmm_maps);
-  add("vmm_unmaps", c.vmm_unmaps);
-  add("vmm_reserves", c.vmm_reserves);
-  add("vmm_creates", c.vmm_creates);
-  add("chunk_creates", c.chunk_creates);
-  add("chunk_reuses", c.chunk_reuses);
-  add("range_reuses", c.range_reuses);
-  return out;
+  ex->stats_file.Write("exit", c.Values(), swap::SwapCounters::Get(c.policy_generation),
+                       ex->engine->device_limit());
 }
 
 }  // namespace chameleon::shim

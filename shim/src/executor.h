@@ -24,6 +24,7 @@
 
 #include "alloc_table.h"
 #include "chameleon/ipc/policy_blob.h"
+#include "executor_stats.h"
 #include "program_vmm.h"
 #include "swap/counters.h"
 #include "swap/policy_runner.h"
@@ -54,6 +55,7 @@ struct Executor {
   std::uint64_t boundary_scans = 0;        ///< of which at boundaries (scan_mu)
   std::atomic<std::uint64_t> pressure{0};  ///< allocations that may evict
   std::uint64_t scanned_detail = 0;        ///< telemetry.detail_done() at the last one (scan_mu)
+  StatsFile stats_file;                    ///< CHAMELEON_STATS_FILE (written under runner_mu)
 };
 
 extern std::atomic<Executor*> g_executor;
@@ -129,8 +131,8 @@ void ExecutorPointerScan(Runtime& rt, Executor& ex, CUstream stream, bool bounda
 void ExecutorSetPolicy(const ipc::Policy& policy);
 /// The limit in force (0 when off or undecided): SegmentHeader::device_limit_bytes.
 std::uint64_t ExecutorLimit();
-/// The engine's detail counters as " key=value" pairs (appended to the CHAMELEON_DEBUG=stats
-/// exit line after its published keys); empty when off.
-std::string ExecutorDetailStats();
+/// At exit: the CHAMELEON_STATS_FILE record of the span since the last boundary (nothing when
+/// the executor is off or no file is configured).
+void ExecutorWriteExitStats();
 
 }  // namespace chameleon::shim

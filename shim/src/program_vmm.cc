@@ -35,11 +35,6 @@ bool FirstPageOnly() {
   return on;
 }
 
-swap::AllocId IdOf(const AllocationState* s) {
-  return static_cast<swap::AllocId>(
-      reinterpret_cast<std::uintptr_t>(s->executor_slot.load(std::memory_order_acquire)));
-}
-
 std::map<CUdeviceptr, Mapping>::iterator Containing(Registry& reg, CUdeviceptr address) {
   auto it = reg.maps.upper_bound(address);
   if (it == reg.maps.begin()) return reg.maps.end();

@@ -31,10 +31,6 @@ struct Runtime;
 struct Executor;
 struct AllocationState;
 
-/// AllocationState::flags bit of a virtualised program mapping (clear of AllocationFlag's bits
-/// 0, 8 and 9): ExecutorBeforeOp hands such ops to ProgramVmmBeforeOp.
-inline constexpr std::uint32_t kProgramVmmPage = 1u << 10;
-
 /// The bytes an op touches through one of its tensors (copies, memsets).
 struct OpExtent {
   std::uint64_t address = 0;

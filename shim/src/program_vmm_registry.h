@@ -46,8 +46,6 @@ struct Registry {
 Registry& Reg();
 /// The mapping containing `address`, or maps.end(). Caller holds mu.
 std::map<CUdeviceptr, Mapping>::iterator Containing(Registry& reg, CUdeviceptr address);
-/// The engine's id of a tracked allocation (0 = passed through).
-swap::AllocId IdOf(const AllocationState* s);
 /// CHAMELEON_TEST_VMM_FIRST_PAGE_ONLY=1 (tests only): the unsound first-page-only rule.
 bool FirstPageOnly();
 

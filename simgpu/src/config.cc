@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <exception>
 
+#include "chameleon/ipc/byte_size.h"
+
 namespace chameleon::simgpu {
 namespace {
 
@@ -68,44 +70,10 @@ void ApplyTopology(const YAML::Node& root, Config* c) {
 }  // namespace
 
 bool ParseSize(std::string_view text, std::uint64_t* out) {
-  if (text.empty() || text.size() > 24) return false;
-  std::uint64_t value = 0;
-  std::size_t i = 0;
-  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
-    if (value > (~0ull - 9) / 10) return false;
-    value = value * 10 + static_cast<std::uint64_t>(text[i] - '0');
-  }
-  if (i == 0) return false;
-  int shift = 0;
-  if (i < text.size()) {
-    switch (text[i]) {
-      case 'K':
-      case 'k':
-        shift = 10;
-        break;
-      case 'M':
-      case 'm':
-        shift = 20;
-        break;
-      case 'G':
-      case 'g':
-        shift = 30;
-        break;
-      case 'T':
-      case 't':
-        shift = 40;
-        break;
-      default:
-        return false;
-    }
-    ++i;
-    if (i < text.size() && (text[i] == 'i' || text[i] == 'I')) ++i;
-    if (i < text.size() && (text[i] == 'B' || text[i] == 'b')) ++i;
-    if (i != text.size()) return false;
-  }
-  if (shift > 0 && value > (~0ull >> shift)) return false;
-  *out = value << shift;
-  return *out > 0;
+  const ipc::ByteSize size = ipc::ParseByteSize(text);
+  if (!size || size.bytes == 0) return false;
+  *out = size.bytes;
+  return true;
 }
 
 std::string LoadConfig(Config* out) {
@@ -121,7 +89,7 @@ std::string LoadConfig(Config* out) {
   }
   if (const char* m = std::getenv("SIMGPU_MEMORY")) {
     if (!ParseSize(m, &memory)) {
-      error = "SIMGPU_MEMORY must be a byte count such as 1073741824, 512M or 2G";
+      error = std::string("SIMGPU_MEMORY must be a size > 0: ") + ipc::kByteSizeForms;
       memory = 80 * kGiB;
     }
   }

@@ -30,7 +30,8 @@ struct Config {
   bool report = false;                     ///< SIMGPU_REPORT=1: peaks to stderr at exit
 };
 
-/// Parses "512M", "2G", "1073741824", "64K", "1T" (binary units). False on anything else.
+/// Parses a positive size by the one byte-size grammar (chameleon/ipc/byte_size.h: "2GiB" = 2^31,
+/// "2G" = 2 * 10^9). False on 0 and on anything the grammar rejects.
 bool ParseSize(std::string_view text, std::uint64_t* out);
 
 /// Builds the configuration from the environment. Returns "" on success, else a message that

@@ -40,7 +40,7 @@
 namespace chameleon::daemon::testing {
 
 /// The small trainer used by most tests: 25.9 MB peak, ~0.3 s per step on a loaded 2-core VM,
-/// with activations of 64 KiB to 2 MiB (hence CHAMELEON_SWAP_MIN_BYTES=64K below).
+/// with activations of 64 KiB to 2 MiB (hence CHAMELEON_SWAP_MIN_BYTES=64KiB below).
 inline const std::vector<std::string> kSmallTrainer{
     "--layers", "2", "--hidden", "64", "--seq", "128", "--batch", "16", "--seed", "1"};
 
@@ -116,7 +116,7 @@ class SwapE2ETest : public ::testing::Test {
   /// Environment of an unlimited run: simgpu's default 80 GiB device, no shim.
   std::vector<std::string> PlainEnv() const { return {"LD_LIBRARY_PATH=" + simgpu_dir_}; }
   /// Environment of a run under the shim with a device of `limit` bytes, the same limit for the
-  /// executor (so the daemon plans for it), the executor's exit line and its per-boundary log.
+  /// executor (so the daemon plans for it), its stats file, exit line and per-boundary log.
   std::vector<std::string> LimitedEnv(std::uint64_t limit, const std::string& name) const {
     return {"LD_LIBRARY_PATH=" + simgpu_dir_,
             "LD_PRELOAD=" + shim_,
@@ -124,8 +124,9 @@ class SwapE2ETest : public ::testing::Test {
             "SIMGPU_MEMORY=" + std::to_string(limit),
             "SIMGPU_REPORT=1",
             "CHAMELEON_DEVICE_LIMIT=" + std::to_string(limit),
-            "CHAMELEON_SWAP_MIN_BYTES=64K",
+            "CHAMELEON_SWAP_MIN_BYTES=64KiB",
             "CHAMELEON_DEBUG=stats",
+            "CHAMELEON_STATS_FILE=" + StatsFile(name),
             "CHAMELEON_LOG_LEVEL=debug",
             "CHAMELEON_LOG_FILE=" + dir_ + "/" + name + ".shim.log",
             "CHAMELEON_RETRY_MS=50",
@@ -162,6 +163,10 @@ class SwapE2ETest : public ::testing::Test {
   }
   std::string ShimLog(const std::string& name) const {
     return ReadFile(dir_ + "/" + name + ".shim.log");
+  }
+  /// The shim's CHAMELEON_STATS_FILE of the run `name` (read with ExecutorStats, Boundaries).
+  std::string StatsFile(const std::string& name) const {
+    return dir_ + "/" + name + ".stats.jsonl";
   }
 
   /// The run under a limit printed exactly the unlimited run's results.

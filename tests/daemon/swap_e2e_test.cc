@@ -71,11 +71,11 @@ TEST_P(TrainerStyleTest, BelowItsPeakTheTrainerMatchesTheUnlimitedRunAndSwapsEve
     EXPECT_GT(policy_swaps, 0u) << "no daemon policy with swaps was applied";
     EXPECT_GT(predicted_s, 0);
   }
-  const auto stats = ExecutorStats(ShimLog("limited"));
+  const auto stats = ExecutorStats(StatsFile("limited"));
   ASSERT_FALSE(stats.empty()) << limited.err;
   EXPECT_EQ(stats.at("limit"), limit);
   EXPECT_GT(stats.at("swap_out_bytes"), 0u);
-  const auto iterations = PerIteration(Boundaries(ShimLog("limited")));
+  const auto iterations = PerIteration(Boundaries(StatsFile("limited")));
   ASSERT_GE(iterations.size(), 2u) << "too few iterations closed: " << ShimLog("limited").size();
   for (std::size_t i = 0; i < iterations.size(); ++i) {
     EXPECT_GT(iterations[i].out, 0u) << "iteration " << i << " swapped nothing out";
@@ -113,7 +113,7 @@ TEST_F(SwapE2ETest, ResNetReplayBelowItsPeakPrintsTheSameIterationsAndChecksum) 
   const RunOutput limited = Run("limited", args, LimitedEnv(limit, "limited"), replay_);
   ExpectIdentical(limited, plain);
   EXPECT_LE(HighWater(limited.err), limit) << limited.err;
-  const auto stats = ExecutorStats(ShimLog("limited"));
+  const auto stats = ExecutorStats(StatsFile("limited"));
   ASSERT_FALSE(stats.empty()) << limited.err;
   EXPECT_GT(stats.at("swap_out_bytes"), 0u);
   EXPECT_GT(stats.at("swap_in_bytes"), 0u);
@@ -174,7 +174,7 @@ TEST_F(SwapE2ETest, DynamicTrainerGetsANewPolicyAfterAShiftAndMatchesTheUnlimite
   ASSERT_TRUE(shifted) << "the daemon never reported a shift while the trainer ran";
   EXPECT_GT(before, 0u) << "no policy applied before the first shift";
   EXPECT_GT(after, before) << "no new policy generation applied after the shift";
-  EXPECT_GT(ExecutorStats(ShimLog("limited"))["swap_out_bytes"], 0u);
+  EXPECT_GT(ExecutorStats(StatsFile("limited"))["swap_out_bytes"], 0u);
 }
 
 TEST_F(SwapE2ETest, KilledDaemonDoesNotDisturbTrainingAndANewOneSeesTheShimAgain) {

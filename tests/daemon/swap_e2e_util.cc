@@ -10,6 +10,8 @@
 #include <regex>
 #include <sstream>
 
+#include "stats_file_reader.h"
+
 extern char** environ;
 
 namespace chameleon::daemon::testing {
@@ -105,25 +107,16 @@ std::uint64_t HighWater(const std::string& err) {
                                        : std::numeric_limits<std::uint64_t>::max();
 }
 
-std::map<std::string, std::uint64_t> ExecutorStats(const std::string& err) {
-  std::map<std::string, std::uint64_t> stats;
-  const auto at = err.find("executor: limit=");
-  if (at == std::string::npos) return stats;
-  const std::string line = err.substr(at, err.find('\n', at) - at);
-  static const std::regex kv("([a-z_]+)=([0-9]+)");
-  for (std::sregex_iterator it(line.begin(), line.end(), kv), end; it != end; ++it) {
-    stats[(*it)[1]] = std::stoull((*it)[2]);
-  }
-  return stats;
+std::map<std::string, std::uint64_t> ExecutorStats(const std::string& stats_path) {
+  return shim::testing::ExitTotals(shim::testing::ReadStatsFile(stats_path));
 }
 
-std::vector<Boundary> Boundaries(const std::string& log) {
+std::vector<Boundary> Boundaries(const std::string& stats_path) {
   std::vector<Boundary> result;
-  static const std::regex re(
-      "executor boundary ([0-9]+): generation ([0-9]+), totals: out ([0-9]+) in ([0-9]+) bytes");
-  for (std::sregex_iterator it(log.begin(), log.end(), re), end; it != end; ++it) {
-    result.push_back({std::stoull((*it)[1]), std::stoull((*it)[2]), std::stoull((*it)[3]),
-                      std::stoull((*it)[4])});
+  for (const shim::testing::StatsRecord& r :
+       shim::testing::IterationRecords(shim::testing::ReadStatsFile(stats_path))) {
+    result.push_back({r.iteration, r.generation_in_force, r.totals.at("swap_out_bytes"),
+                      r.totals.at("swap_in_bytes")});
   }
   return result;
 }

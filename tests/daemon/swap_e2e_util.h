@@ -44,16 +44,16 @@ std::uint64_t Number(const std::string& text, const std::string& key);
 /// The trainer's simgpu physical high-water mark (stderr), or UINT64_MAX when it did not print
 /// one (so a missing line fails a `<=` check).
 std::uint64_t HighWater(const std::string& err);
-/// The shim's exit line "executor: k=v ..." (CHAMELEON_DEBUG=stats; stderr, or the shim's log
-/// file when CHAMELEON_LOG_FILE is set) as a map; empty if absent.
-std::map<std::string, std::uint64_t> ExecutorStats(const std::string& err);
+/// The exit record of the shim's CHAMELEON_STATS_FILE at `stats_path` as a map: "limit" and
+/// every executor counter's total (the names of the CHAMELEON_DEBUG=stats line); empty if absent.
+std::map<std::string, std::uint64_t> ExecutorStats(const std::string& stats_path);
 
-/// One "executor boundary N: generation G, totals: out X in Y bytes ..." line of the shim's log
-/// (CHAMELEON_LOG_LEVEL=debug).
+/// One iteration the executor closed (an "iteration" record of the stats file): its index, the
+/// policy generation in force during it, and the swap totals at its end.
 struct Boundary {
   std::uint64_t index = 0, generation = 0, out_bytes = 0, in_bytes = 0;
 };
-std::vector<Boundary> Boundaries(const std::string& log);
+std::vector<Boundary> Boundaries(const std::string& stats_path);
 
 /// Steps at which the trainer printed "shift at step N".
 std::vector<int> Shifts(const std::string& out);

@@ -145,7 +145,7 @@ TEST_F(WrongPolicyTest, EntriesNamingWrongOrFreedTensorsAreIgnoredAndResultsStay
   const RunOutput limited = Finish(child);
   ExpectIdentical(limited, plain);
   EXPECT_LE(HighWater(limited.err), limit);
-  auto stats = ExecutorStats(ShimLog("limited"));
+  auto stats = ExecutorStats(StatsFile("limited"));
   for (const char* key : {"policy_ignored", "fault_ins", "swap_out_bytes", "iterations"}) {
     RecordProperty(key, std::to_string(stats[key]));  // in --gtest_output reports
   }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "child_process.h"
+#include "stats_file_reader.h"
 #include "test_env.h"
 
 namespace shim_test {
@@ -29,11 +30,30 @@ namespace {
 const std::vector<std::string> kShape = {"--layers", "4",   "--hidden", "64",
                                          "--seq",    "256", "--batch",  "32"};
 
-using Result = shim_test::CapturedRun;
+/// A run, with what the shim wrote to its CHAMELEON_STATS_FILE when the environment named one.
+struct Result : shim_test::CapturedRun {
+  std::map<std::string, std::uint64_t> stats;  ///< the exit record's totals and "limit"
+};
 
+/// `records`, when given, receives every record of the stats file.
 Result RunCaptured(const std::vector<std::string>& argv,
-                   const std::map<std::string, std::string>& env) {
-  return shim_test::RunCapturingStderr(argv, env, 120000);
+                   const std::map<std::string, std::string>& env,
+                   std::vector<chameleon::shim::testing::StatsRecord>* records = nullptr) {
+  Result r{shim_test::RunCapturingStderr(argv, env, 120000), {}};
+  if (const auto it = env.find("CHAMELEON_STATS_FILE"); it != env.end()) {
+    const auto all = chameleon::shim::testing::ReadStatsFile(it->second);
+    r.stats = chameleon::shim::testing::ExitTotals(all);
+    if (records != nullptr) *records = all;
+    ::unlink(it->second.c_str());  // the environment may be reused for another run
+  }
+  return r;
+}
+
+/// A stats file path unique to this test process and call.
+std::string StatsPath() {
+  static int n = 0;
+  return "/tmp/chameleon_executor_test_" + std::to_string(::getpid()) + "_" + std::to_string(n++) +
+         ".jsonl";
 }
 
 std::vector<std::string> TrainerArgs(const std::string& style, int steps) {
@@ -52,11 +72,10 @@ std::uint64_t Field(const std::string& text, const std::string& key) {
   return std::stoull(text.substr(at + key.size()));
 }
 
-/// `key=value` from the shim's exit line ("executor: ...", CHAMELEON_DEBUG=stats).
+/// A counter's total (or "limit") at exit, from the stats file; UINT64_MAX when absent.
 std::uint64_t Stat(const Result& r, const std::string& key) {
-  const auto line = r.err.find("executor: ");
-  if (line == std::string::npos) return UINT64_MAX;
-  return Field(r.err.substr(line), " " + key + "=");
+  const auto it = r.stats.find(key);
+  return it == r.stats.end() ? UINT64_MAX : it->second;
 }
 
 std::uint64_t PeakOf(const Result& r) {
@@ -78,7 +97,7 @@ std::map<std::string, std::string> LimitEnv(std::uint64_t limit, const std::stri
   auto env = ShimEnv(socket);
   env["SIMGPU_MEMORY"] = std::to_string(limit + (16u << 20));
   env["CHAMELEON_DEVICE_LIMIT"] = std::to_string(limit);
-  env["CHAMELEON_DEBUG"] = "stats";
+  env["CHAMELEON_STATS_FILE"] = StatsPath();
   return env;
 }
 
@@ -139,6 +158,35 @@ INSTANTIATE_TEST_SUITE_P(AllocationStyles, ExecutorTrainerTest,
                          ::testing::Values("tensor", "caching", "expandable"));
 
 #ifdef CHAMELEON_DAEMON
+/// CHAMELEON_STATS_FILE (docs/shim.md, "Stats file"): one record per iteration the executor
+/// closed, then one at exit; the records' per-span counters add up to the exit totals, and the
+/// generation in force is what the policy run applied, so steady state reads apart from warm-up.
+void ExpectOneRecordPerIterationSummingToTheTotals(
+    const std::vector<chameleon::shim::testing::StatsRecord>& records, std::uint64_t limit) {
+  ASSERT_GE(records.size(), 2u);
+  EXPECT_EQ(records.back().event, "exit");
+  std::map<std::string, std::uint64_t> sum;
+  std::uint64_t last_generation = 0;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto& rec = records[i];
+    if (i + 1 < records.size()) {
+      EXPECT_EQ(rec.event, "iteration") << i;
+      EXPECT_EQ(rec.iteration, i + 1);  // one record per boundary, none missed
+    }
+    EXPECT_EQ(rec.pid, records[0].pid);
+    EXPECT_EQ(rec.limit, limit);
+    EXPECT_GE(rec.generation_in_force, last_generation) << i;  // generations only move on
+    last_generation = rec.generation_in_force;
+    for (const auto& [name, v] : rec.counters) sum[name] += v;
+  }
+  EXPECT_EQ(records.front().generation_in_force, 0u);  // warm-up: no policy before the first
+  EXPECT_GT(last_generation, 0u);                      // steady state: the daemon's
+  for (const char* name : {"swap_out_bytes", "swap_in_bytes", "fault_ins", "evictions", "vmm_calls",
+                           "stalls", "prefetch_hits", "prefetch_misses", "iterations"}) {
+    EXPECT_EQ(sum[name], records.back().totals.at(name)) << name;
+  }
+}
+
 // The real daemon detects the iterations, profiles one and publishes policies; the shim binds
 // and applies them. Compared with the same run with CHAMELEON_SWAP_POLICY=off (safety net only).
 TEST(ExecutorDaemonTest, PoliciesFromTheDaemonReplaceSafetyNetFaults) {
@@ -161,7 +209,9 @@ TEST(ExecutorDaemonTest, PoliciesFromTheDaemonReplaceSafetyNetFaults) {
   }
   ASSERT_EQ(::stat(socket.c_str(), &st), 0) << "chameleond did not start";
 
-  const Result policy = RunCaptured(TrainerArgs("tensor", kSteps), LimitEnv(quarter, socket));
+  std::vector<chameleon::shim::testing::StatsRecord> records;
+  const Result policy =
+      RunCaptured(TrainerArgs("tensor", kSteps), LimitEnv(quarter, socket), &records);
   auto off_env = LimitEnv(quarter, socket);
   off_env["CHAMELEON_SWAP_POLICY"] = "off";
   const Result off = RunCaptured(TrainerArgs("tensor", kSteps), off_env);
@@ -182,6 +232,7 @@ TEST(ExecutorDaemonTest, PoliciesFromTheDaemonReplaceSafetyNetFaults) {
   EXPECT_EQ(Stat(off, "prefetch_hits") + Stat(off, "prefetch_misses"), 0u);
   EXPECT_LT(Stat(policy, "fault_ins"), Stat(off, "fault_ins"));
   EXPECT_GT(Stat(policy, "iterations"), 0u);
+  ExpectOneRecordPerIterationSummingToTheTotals(records, quarter);
 }
 #endif
 
@@ -201,7 +252,7 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> MemInfo(const Result& r) {
 
 TEST(ExecutorMemInfoTest, ReportsTheLimitNotTheDevice) {
   auto env = ShimEnv("/nonexistent/c.sock");
-  env["SIMGPU_MEMORY"] = "1G";
+  env["SIMGPU_MEMORY"] = "1GiB";
   env["CHAMELEON_DEVICE_LIMIT"] = "64MiB";
   const Result r = RunCaptured({CHAMELEON_MEMINFO_PROG}, env);
   ASSERT_EQ(r.status, 0) << r.err;
@@ -218,7 +269,7 @@ TEST(ExecutorMemInfoTest, ReportsTheLimitNotTheDevice) {
 
 TEST(ExecutorMemInfoTest, WithoutLimitOrDaemonTheDeviceIsReported) {
   auto env = ShimEnv("/nonexistent/c.sock");
-  env["SIMGPU_MEMORY"] = "1G";
+  env["SIMGPU_MEMORY"] = "1GiB";
   const Result plain = RunCaptured({CHAMELEON_MEMINFO_PROG}, SimEnv(1ull << 30));
   const Result shim = RunCaptured({CHAMELEON_MEMINFO_PROG}, env);
   ASSERT_EQ(shim.status, 0) << shim.err;
@@ -229,7 +280,7 @@ TEST(ExecutorMemInfoTest, WithoutLimitOrDaemonTheDeviceIsReported) {
 
 TEST(ExecutorMemInfoTest, AnInvalidLimitIsReportedAndIgnored) {
   auto env = ShimEnv("/nonexistent/c.sock");
-  env["SIMGPU_MEMORY"] = "1G";
+  env["SIMGPU_MEMORY"] = "1GiB";
   env["CHAMELEON_DEVICE_LIMIT"] = "64XB";
   const Result r = RunCaptured({CHAMELEON_MEMINFO_PROG}, env);
   ASSERT_EQ(r.status, 0) << r.err;

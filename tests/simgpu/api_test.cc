@@ -30,7 +30,7 @@ TEST_F(ApiTest, NoCurrentContextIsInvalidContext) {
 
 TEST_F(ApiTest, DevicesAndMemoryComeFromEnvironment) {
   setenv("SIMGPU_DEVICES", "3", 1);
-  setenv("SIMGPU_MEMORY", "512M", 1);
+  setenv("SIMGPU_MEMORY", "512MiB", 1);
   ASSERT_CU(cuInit(0));
   int n = 0;
   ASSERT_CU(cuDeviceGetCount(&n));
@@ -70,8 +70,18 @@ TEST_F(ApiTest, MemoryAcceptsBinarySuffixWithIB) {
   EXPECT_EQ(total, 3ull << 30);
 }
 
-TEST_F(ApiTest, FractionalMemoryIsRejected) {
-  setenv("SIMGPU_MEMORY", "1.5G", 1);
+// The one byte-size grammar (chameleon/ipc/byte_size.h): a unit without "i" is decimal, as in
+// the shim's CHAMELEON_DEVICE_LIMIT and the daemon's memory_limit.
+TEST_F(ApiTest, MemoryReadsDecimalUnitsAsPowersOfTen) {
+  setenv("SIMGPU_MEMORY", "16GB", 1);
+  ASSERT_CU(cuInit(0));
+  size_t total = 0;
+  ASSERT_CU(cuDeviceTotalMem(&total, 0));
+  EXPECT_EQ(total, 16'000'000'000ull);
+}
+
+TEST_F(ApiTest, ZeroMemoryIsRejected) {
+  setenv("SIMGPU_MEMORY", "0GiB", 1);
   EXPECT_EQ(cuInit(0), CUDA_ERROR_INVALID_VALUE);
 }
 

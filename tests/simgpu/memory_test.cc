@@ -11,7 +11,7 @@ namespace {
 class MemoryTest : public SimgpuTest {};
 
 TEST_F(MemoryTest, ExceedingCapacityIsOutOfMemoryAndPeakIsTracked) {
-  setenv("SIMGPU_MEMORY", "64M", 1);
+  setenv("SIMGPU_MEMORY", "64MiB", 1);
   Init();
   CUdeviceptr a = 0, b = 0;
   ASSERT_CU(cuMemAlloc(&a, 48u << 20));
@@ -150,7 +150,7 @@ TEST_F(MemoryTest, PoolAllocationsAreCountedByThePool) {
 }
 
 TEST_F(MemoryTest, AsyncAllocationWaitsForPendingFreesBeforeOutOfMemory) {
-  setenv("SIMGPU_MEMORY", "8M", 1);
+  setenv("SIMGPU_MEMORY", "8MiB", 1);
   Init();
   CUstream s;
   ASSERT_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));

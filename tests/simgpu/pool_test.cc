@@ -131,7 +131,7 @@ TEST_F(PoolReuseTest, PoolUsageCountsTakenOverBytesOnce) {
 }
 
 TEST_F(PoolReuseTest, CapacityAtTheLivePeakSufficesWhileFreesArePending) {
-  setenv("SIMGPU_MEMORY", "8M", 1);
+  setenv("SIMGPU_MEMORY", "8MiB", 1);
   InitBlocked();
   CUdeviceptr a = 0, b = 0, c = 0;
   ASSERT_CU(cuMemAllocAsync(&a, 6 * kMiB, s_));
@@ -145,7 +145,7 @@ TEST_F(PoolReuseTest, CapacityAtTheLivePeakSufficesWhileFreesArePending) {
 }
 
 TEST_F(PoolReuseTest, OtherStreamWaitsForPendingFreesBeforeOutOfMemory) {
-  setenv("SIMGPU_MEMORY", "8M", 1);
+  setenv("SIMGPU_MEMORY", "8MiB", 1);
   InitBlocked();
   CUdeviceptr a = 0, b = 0;
   ASSERT_CU(cuMemAllocAsync(&a, 6 * kMiB, s_));

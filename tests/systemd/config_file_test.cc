@@ -280,15 +280,18 @@ constexpr BadCase kBadCases[] = {
      "policy.link_efficiency: expected a number in (0, 1], got '0'"},
     {"policy: {full_duplex: maybe}", "policy.full_duplex: expected true or false, got 'maybe'"},
     {"policy: {min_swap_bytes: 12 parsecs}",
-     "policy.min_swap_bytes: expected a byte count >= 0 (an integer, or a number with B, KiB, MiB, "
-     "GiB, TiB, KB, MB, GB or TB), got '12 parsecs'"},
+     "policy.min_swap_bytes: expected a byte size >= 0 (bytes, optionally with B, k/K, kB/KB, "
+     "M(B), G(B), T(B) (powers of 1000) or KiB, MiB, GiB, "
+     "TiB (powers of 1024), e.g. 8589934592, 8GiB, 512MB, 1.5GiB), got '12 parsecs' "
+     "(unknown unit)"},
     {"policy: {layers_per_phase: 5000}",
      "policy.layers_per_phase: expected an integer in [0, 4096], got '5000'"},
     {"devices: {index: 0}", "devices: expected a list of {index, memory_limit} maps, got a map"},
     {"devices: [{index: 0}]", "devices[0].memory_limit: required key is missing"},
     {"devices: [{index: 0, memory_limit: 0}]",
-     "devices[0].memory_limit: expected a byte count >= 1 (an integer, or a number with B, KiB, "
-     "MiB, GiB, TiB, KB, MB, GB or TB), got '0'"},
+     "devices[0].memory_limit: expected a byte size >= 1 (bytes, optionally with B, k/K, kB/KB, "
+     "M(B), G(B), T(B) (powers of 1000) or KiB, MiB, GiB, "
+     "TiB (powers of 1024), e.g. 8589934592, 8GiB, 512MB, 1.5GiB), got '0'"},
     {"devices: [{index: 2000, memory_limit: 1GiB}]",
      "devices[0].index: expected an integer in [0, 1023], got '2000'"},
     {"devices: [{index: 1, memory_limit: 1GiB}, {index: 1, memory_limit: 2GiB}]",

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "chameleon/ipc/executor_counters.h"
 #include "table.h"
 
 namespace chameleon::ctl {
@@ -16,31 +17,19 @@ json Field(const json& object, const char* key) {
   return object.is_object() && object.contains(key) ? object[key] : json(nullptr);
 }
 
-/// The executor's counters: one row per counter, its total and (where the shim publishes one)
-/// its value in the last iteration.
+/// The executor's counters: one row per counter with a label in executor_counters.inc, its total
+/// and, where the table has a "last_iteration.<key>" row for the same key, its value in the last
+/// iteration.
 void PrintSwap(std::ostream& out, const json& swap) {
   const json last = Field(swap, "last_iteration");
-  struct Row {
-    const char* label;
-    const char* total;
-    const char* last;  // nullptr: no per-iteration value
-  };
-  const Row rows[] = {{"swapped out (bytes)", "out_bytes", "out_bytes"},
-                      {"swapped in (bytes)", "in_bytes", "in_bytes"},
-                      {"VMM calls", "vmm_calls", "vmm_calls"},
-                      {"stalls", "stalls", nullptr},
-                      {"stall time (s)", "stall_s", nullptr},
-                      {"prefetch hits", "prefetch_hits", nullptr},
-                      {"prefetch misses", "prefetch_misses", nullptr},
-                      {"fault-ins", "fault_ins", nullptr},
-                      {"evictions", "evictions", nullptr},
-                      {"policy entries ignored", "policy_ignored", nullptr},
-                      {"host pool (bytes)", "host_pool_bytes", nullptr},
-                      {"iterations closed", "iterations", nullptr}};
   std::vector<std::vector<std::string>> table{{"  SWAP", "TOTAL", "LAST_ITERATION"}};
-  for (const Row& r : rows) {
-    table.push_back({std::string("  ") + r.label, Cell(Field(swap, r.total)),
-                     r.last != nullptr ? Cell(Field(last, r.last)) : ""});
+  for (const ipc::ExecutorCounter& row : ipc::kExecutorCounters) {
+    if (row.view[0] == '\0') continue;
+    const std::string key = row.json;
+    const bool has_last = ipc::ExecutorCounterIndexByJson(("last_iteration." + key).c_str()) <
+                          ipc::kExecutorCounterCount;
+    table.push_back({std::string("  ") + row.view, Cell(Field(swap, key.c_str())),
+                     has_last ? Cell(Field(last, key.c_str())) : ""});
   }
   PrintTable(out, table);
 }

@@ -5,9 +5,9 @@ namespace chameleon::shim::swap {
 void MirrorFlags(const Allocation& a) {
   if (!a.flags) return;
   std::uint32_t set = 0;
-  if (a.state == Residency::kSwappedOut) set |= kSwapFlagSwappedOut;
-  if (a.state == Residency::kResident && a.ready) set |= kSwapFlagInFlight;
-  const std::uint32_t mask = kSwapFlagSwappedOut | kSwapFlagInFlight;
+  if (a.state == Residency::kSwappedOut) set |= kSwappedOut;
+  if (a.state == Residency::kResident && a.ready) set |= kSwapInFlight;
+  const std::uint32_t mask = kSwappedOut | kSwapInFlight;
   a.flags->fetch_and(~(mask & ~set), std::memory_order_release);
   a.flags->fetch_or(set, std::memory_order_release);
 }

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "swap/allocation_flags.h"
 #include "swap/chunk_pool.h"
 
 namespace chameleon::shim::swap {
@@ -22,14 +23,6 @@ namespace chameleon::shim::swap {
 using AllocId = std::uint64_t;
 
 enum class Residency : std::uint8_t { kUnknown, kResident, kSwappedOut };
-
-/// Bits the engine mirrors into a caller-owned flags word (the shim's AllocationState::flags), so
-/// the launch hot path can test residency with one relaxed load and no lock. Chosen clear of the
-/// shim's own AllocationFlag bits (kNeverSwap = bit 0).
-enum SwapFlag : std::uint32_t {
-  kSwapFlagSwappedOut = 1u << 8,  ///< contents on the host: a touch needs FaultIn
-  kSwapFlagInFlight = 1u << 9,    ///< swap-in issued, not known complete: consumers WaitResident
-};
 
 /// One swappable allocation (the engine's own, or adopted at the program's VA).
 struct Allocation {
@@ -48,12 +41,12 @@ struct Allocation {
   Fence* ready = nullptr;             ///< consumers wait on this (swap-in / reclaim done)
   Fence* out_done = nullptr;          ///< swap-out copy done
   CUstream last_stream = nullptr;
-  std::atomic<std::uint32_t>* flags = nullptr;  ///< caller's word; SwapFlag bits mirrored
+  std::atomic<std::uint32_t>* flags = nullptr;  ///< caller's word; kSwappedOut / kSwapInFlight mirrored (allocation_flags.h)
   bool adopted = false;  ///< Adopt: the VA is the program's (never address-freed here)
   CUmemGenericAllocationHandle host_map = 0;  ///< swapped out, VA mapped to host memory
 };
 
-/// Writes `a`'s SwapFlag bits into its flags word (if any), release-ordered.
+/// Writes `a`'s kSwappedOut / kSwapInFlight bits into its flags word (if any), release-ordered.
 void MirrorFlags(const Allocation& a);
 
 class AllocationTable {

@@ -76,8 +76,9 @@ class SwapEngine {
   /// A swappable allocation: reserve (chunk-rounded) VA, map chunks, grant access. `stream` is
   /// where it will first be used: it waits on the fences of reused chunks. Under the limit,
   /// evicts resident allocations (closest size first) until the chunks fit.
-  /// `flags`, if given, receives SwapFlag bits for the allocation's lifetime (it must outlive the
-  /// allocation or be detached with AttachFlags(id, nullptr)).
+  /// `flags`, if given, receives the kSwappedOut / kSwapInFlight bits (swap/allocation_flags.h) for
+  /// the allocation's lifetime (it must outlive the allocation or be detached with AttachFlags(id,
+  /// nullptr)).
   CUresult Allocate(std::size_t bytes, CUstream stream, CUdeviceptr* ptr, AllocId* id,
                     std::atomic<std::uint32_t>* flags = nullptr);
   /// Sets (or clears, with null) the flags word mirrored for `id`.

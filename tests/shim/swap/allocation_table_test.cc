@@ -53,12 +53,12 @@ TEST(AllocationTable, ShouldMirrorResidencyIntoTheFlagsWordKeepingOtherBits) {
   EXPECT_EQ(flags.load(), 1u);
   a.state = sw::Residency::kSwappedOut;
   sw::MirrorFlags(a);
-  EXPECT_EQ(flags.load(), 1u | sw::kSwapFlagSwappedOut);
+  EXPECT_EQ(flags.load(), 1u | chameleon::shim::kSwappedOut);
   sw::Fence ready;
   a.state = sw::Residency::kResident;
   a.ready = &ready;  // a swap-in in flight
   sw::MirrorFlags(a);
-  EXPECT_EQ(flags.load(), 1u | sw::kSwapFlagInFlight);
+  EXPECT_EQ(flags.load(), 1u | chameleon::shim::kSwapInFlight);
   a.ready = nullptr;
   sw::MirrorFlags(a);
   EXPECT_EQ(flags.load(), 1u);

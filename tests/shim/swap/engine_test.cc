@@ -274,7 +274,7 @@ TEST_F(SwapFixture, ResidencyIsMirroredIntoTheCallersFlagsWord) {
   ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id, &flags));
   EXPECT_EQ(flags.load(), 1u);
   ASSERT_CU(engine_->SwapOut(id, compute_));
-  EXPECT_EQ(flags.load(), 1u | sw::kSwapFlagSwappedOut);
+  EXPECT_EQ(flags.load(), 1u | chameleon::shim::kSwappedOut);
   ASSERT_CU(ctx_sync_());
   engine_->FlushUnmaps();
   ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &q, &idq));  // takes the chunk: a real copy
@@ -287,7 +287,7 @@ TEST_F(SwapFixture, ResidencyIsMirroredIntoTheCallersFlagsWord) {
   ASSERT_CU(api_.event_record(held, gate));
   ASSERT_CU(api_.stream_wait_event(engine_->side_stream(), held, 0));
   ASSERT_CU(engine_->SwapIn(id));
-  EXPECT_EQ(flags.load(), 1u | sw::kSwapFlagInFlight);
+  EXPECT_EQ(flags.load(), 1u | chameleon::shim::kSwapInFlight);
   {
     std::lock_guard lock(signal_->mu);  // open the hold kernel
     signal_->reader_done = true;

@@ -59,7 +59,7 @@ std::map<std::string, std::string> LimitEnv(std::uint64_t limit, bool scan) {
 
 TEST(PointerTableTrainTest, ScannedTablesKeepResultsIdenticalAndWithoutTheScanTheyDiffer) {
   const Result reference = RunCaptured(
-      {{"LD_PRELOAD", ""}, {"LD_LIBRARY_PATH", CHAMELEON_SIMGPU_DIR}, {"SIMGPU_MEMORY", "8G"}});
+      {{"LD_PRELOAD", ""}, {"LD_LIBRARY_PATH", CHAMELEON_SIMGPU_DIR}, {"SIMGPU_MEMORY", "8GiB"}});
   ASSERT_EQ(reference.status, 0) << reference.err;
   const std::uint64_t limit = PeakOf(reference) / 3;
   ASSERT_GT(limit, 0u);

@@ -164,7 +164,7 @@ TEST(Replay, PerturbationShouldShiftDeterministically) {
 
 TEST(Replay, ShouldReportOutOfMemoryForBothAllocators) {
   for (const char* alloc : {"tensor", "caching"}) {
-    const Result r = Replay(kResnet + " --iterations 1 --alloc " + alloc, "SIMGPU_MEMORY=1G");
+    const Result r = Replay(kResnet + " --iterations 1 --alloc " + alloc, "SIMGPU_MEMORY=1GiB");
     EXPECT_NE(r.rc, 0) << alloc;
     EXPECT_THAT(r.err, HasSubstr("out of memory")) << alloc;
     EXPECT_EQ(r.checksum, "") << alloc;

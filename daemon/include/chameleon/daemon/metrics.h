@@ -11,12 +11,14 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "chameleon/ipc/executor_counters.h"
 #include "chameleon/ipc/segment_layout.h"
 
 namespace chameleon::daemon {
@@ -39,6 +41,13 @@ enum class BadInput : std::uint8_t {
 };
 const char* BadInputName(BadInput reason);
 
+/// One executor counter's series: `counter` or `gauge` by the row's kind, both null for a row
+/// without a metric.
+struct ExecutorSeries {
+  prometheus::Counter* counter = nullptr;
+  prometheus::Gauge* gauge = nullptr;
+};
+
 /// The series of one client slot.
 struct SlotMetrics {
   prometheus::Gauge* stage;
@@ -55,22 +64,8 @@ struct SlotMetrics {
   prometheus::Counter* unknown;  ///< well-framed records of a type this daemon does not know
   prometheus::Gauge* bytes_live;
   prometheus::Gauge* bytes_peak;
-  prometheus::Counter* swap_out;
-  prometheus::Counter* swap_in;
-  prometheus::Counter* stall_seconds;
-  prometheus::Counter* prefetch_hits;
-  prometheus::Gauge* host_pool_bytes;
-  // The executor's detail (SegmentHeader slots 5 and 7, layout 1.1).
-  prometheus::Counter* stalls;
-  prometheus::Counter* prefetch_misses;
-  prometheus::Counter* vmm_calls;
-  prometheus::Gauge* vmm_calls_last_iteration;
-  prometheus::Gauge* swap_out_last_iteration;
-  prometheus::Gauge* swap_in_last_iteration;
-  prometheus::Counter* fault_ins;
-  prometheus::Counter* evictions;
-  prometheus::Counter* policy_ignored;
-  prometheus::Gauge* policy_generation_applied;
+  /// The executor's counters (SegmentHeader slots 5 and 7), indexed like ipc::kExecutorCounters.
+  std::array<ExecutorSeries, ipc::kExecutorCounterCount> executor;
   prometheus::Gauge* device_limit_bytes;
 };
 
@@ -83,11 +78,8 @@ class ExecutorMetricsCopy {
   void Update(const ipc::SegmentHeader& header, SlotMetrics& slot);
 
  private:
-  struct Seen {
-    std::uint64_t swap_out, swap_in, stall_count, stall_ns, prefetch_hits, prefetch_misses,
-        vmm_calls, fault_ins, evictions, policy_ignored;
-  };
-  Seen seen_{};
+  // The last value copied of each counter row, indexed like ipc::kExecutorCounters.
+  std::array<std::uint64_t, ipc::kExecutorCounterCount> seen_{};
 };
 
 class Metrics {
@@ -139,19 +131,9 @@ class Metrics {
   Family<prometheus::Counter>* unknown_;
   Family<prometheus::Gauge>* bytes_live_;
   Family<prometheus::Gauge>* bytes_peak_;
-  Family<prometheus::Counter>* swap_bytes_;
-  Family<prometheus::Counter>* stall_seconds_;
-  Family<prometheus::Counter>* prefetch_hits_;
-  Family<prometheus::Gauge>* host_pool_bytes_;
-  Family<prometheus::Counter>* stalls_;
-  Family<prometheus::Counter>* prefetch_misses_;
-  Family<prometheus::Counter>* vmm_calls_;
-  Family<prometheus::Gauge>* vmm_calls_last_iteration_;
-  Family<prometheus::Gauge>* swap_bytes_last_iteration_;
-  Family<prometheus::Counter>* fault_ins_;
-  Family<prometheus::Counter>* evictions_;
-  Family<prometheus::Counter>* policy_ignored_;
-  Family<prometheus::Gauge>* policy_generation_applied_;
+  // The executor's families by name (several rows may share one, told apart by `direction`).
+  std::map<std::string, Family<prometheus::Counter>*> executor_counters_;
+  std::map<std::string, Family<prometheus::Gauge>*> executor_gauges_;
   Family<prometheus::Gauge>* device_limit_bytes_;
   std::map<std::uint32_t, SlotMetrics> slots_;
 };

@@ -27,6 +27,24 @@ enum ControlFlag : std::uint32_t {
   kControlDisabled = 1u << 1,           ///< chameleonctl disable: shim passes through, no swaps
 };
 
+namespace detail {
+// Rows of executor_counters.inc per slot: each is one u64 of the slot.
+inline constexpr std::size_t kSlot5Counters = 0
+#define CHAMELEON_COUNTER_SLOT5(...) +1
+#define CHAMELEON_COUNTER_SLOT7(...)
+#define CHAMELEON_COUNTER_SHIM(...)
+#include "chameleon/ipc/executor_counters.inc"
+    ;
+inline constexpr std::size_t kSlot7Counters = 0
+#define CHAMELEON_COUNTER_SLOT5(...)
+#define CHAMELEON_COUNTER_SLOT7(...) +1
+#define CHAMELEON_COUNTER_SHIM(...)
+#include "chameleon/ipc/executor_counters.inc"
+    ;
+// Both slots are full: a new published counter needs a new slot and a minor version bump.
+static_assert(kSlot5Counters == 8 && kSlot7Counters == 8);
+}  // namespace detail
+
 /// Fixed header at offset 0. Field comments say who writes each field.
 struct alignas(kFalseSharing) SegmentHeader {
   // --- slot 0: identity and geometry; written once by the client before `layout_version`. ---
@@ -67,16 +85,13 @@ struct alignas(kFalseSharing) SegmentHeader {
   std::atomic<std::uint64_t> detail_done_seq;  ///< last detail_request_seq fully recorded
   std::uint8_t pad4[kFalseSharing - 32];
 
-  // --- slot 5: executor counters (client writes; filled by the swap executor). ---
-  std::atomic<std::uint64_t> swap_out_bytes;
-  std::atomic<std::uint64_t> swap_in_bytes;
-  std::atomic<std::uint64_t> stall_count;
-  std::atomic<std::uint64_t> stall_ns;
-  std::atomic<std::uint64_t> prefetch_hits;
-  std::atomic<std::uint64_t> host_pool_bytes;
-  std::atomic<std::uint64_t> vmm_calls;
-  std::atomic<std::uint64_t> policy_generation_applied;
-  std::uint8_t pad5[kFalseSharing - 64];
+  // --- slot 5: executor counters (client writes; filled by the swap executor). The fields are
+  // the SLOT5 rows of executor_counters.inc, in its order (the help text of each is there). ---
+#define CHAMELEON_COUNTER_SLOT5(field, stat, kind, segment, ...) std::atomic<std::uint64_t> segment;
+#define CHAMELEON_COUNTER_SLOT7(...)
+#define CHAMELEON_COUNTER_SHIM(...)
+#include "chameleon/ipc/executor_counters.inc"
+  std::uint8_t pad5[kFalseSharing - 8 * detail::kSlot5Counters];
 
   // --- slot 6: memory gauges (client writes). ---
   std::atomic<std::uint64_t> device_bytes_live;
@@ -84,16 +99,13 @@ struct alignas(kFalseSharing) SegmentHeader {
   std::atomic<std::uint64_t> device_limit_bytes;  ///< limit in force in the shim (0 = none)
   std::uint8_t pad6[kFalseSharing - 24];
 
-  // --- slot 7 (layout 1.1): executor detail (client writes; zero from a 1.0 writer). ---
-  std::atomic<std::uint64_t> prefetch_misses;      ///< consumers that had to wait on a swap-in
-  std::atomic<std::uint64_t> fault_ins;            ///< safety-net synchronous swap-ins
-  std::atomic<std::uint64_t> evictions;            ///< OOM evictions (closest-size rule)
-  std::atomic<std::uint64_t> policy_ignored;       ///< policy entries that matched nothing live
-  std::atomic<std::uint64_t> executor_iterations;  ///< iteration boundaries the executor closed
-  std::atomic<std::uint64_t> last_iteration_vmm_calls;       ///< VMM calls in the last closed one
-  std::atomic<std::uint64_t> last_iteration_swap_out_bytes;  ///< bytes out in the last one
-  std::atomic<std::uint64_t> last_iteration_swap_in_bytes;   ///< bytes in in the last one
-  std::uint8_t reserved[kFalseSharing - 64];                 ///< later minors (zero)
+  // --- slot 7 (layout 1.1): executor detail (client writes; zero from a 1.0 writer). The SLOT7
+  // rows of executor_counters.inc, in its order. ---
+#define CHAMELEON_COUNTER_SLOT5(...)
+#define CHAMELEON_COUNTER_SLOT7(field, stat, kind, segment, ...) std::atomic<std::uint64_t> segment;
+#define CHAMELEON_COUNTER_SHIM(...)
+#include "chameleon/ipc/executor_counters.inc"
+  std::uint8_t reserved[kFalseSharing - 8 * detail::kSlot7Counters];  ///< later minors (zero)
 };
 
 static_assert(std::is_standard_layout_v<SegmentHeader>);
@@ -124,11 +136,22 @@ static_assert(offsetof(SegmentHeader, records_dropped) == 4 * kFalseSharing + 8)
 static_assert(offsetof(SegmentHeader, names_dropped) == 4 * kFalseSharing + 16);
 static_assert(offsetof(SegmentHeader, detail_done_seq) == 4 * kFalseSharing + 24);
 static_assert(offsetof(SegmentHeader, swap_out_bytes) == 5 * kFalseSharing);
+static_assert(offsetof(SegmentHeader, swap_in_bytes) == 5 * kFalseSharing + 8);
+static_assert(offsetof(SegmentHeader, stall_count) == 5 * kFalseSharing + 16);
+static_assert(offsetof(SegmentHeader, stall_ns) == 5 * kFalseSharing + 24);
+static_assert(offsetof(SegmentHeader, prefetch_hits) == 5 * kFalseSharing + 32);
+static_assert(offsetof(SegmentHeader, host_pool_bytes) == 5 * kFalseSharing + 40);
+static_assert(offsetof(SegmentHeader, vmm_calls) == 5 * kFalseSharing + 48);
 static_assert(offsetof(SegmentHeader, policy_generation_applied) == 5 * kFalseSharing + 56);
 static_assert(offsetof(SegmentHeader, device_bytes_live) == 6 * kFalseSharing);
 static_assert(offsetof(SegmentHeader, device_limit_bytes) == 6 * kFalseSharing + 16);
 static_assert(offsetof(SegmentHeader, prefetch_misses) == 7 * kFalseSharing);
+static_assert(offsetof(SegmentHeader, fault_ins) == 7 * kFalseSharing + 8);
+static_assert(offsetof(SegmentHeader, evictions) == 7 * kFalseSharing + 16);
+static_assert(offsetof(SegmentHeader, policy_ignored) == 7 * kFalseSharing + 24);
 static_assert(offsetof(SegmentHeader, executor_iterations) == 7 * kFalseSharing + 32);
+static_assert(offsetof(SegmentHeader, last_iteration_vmm_calls) == 7 * kFalseSharing + 40);
+static_assert(offsetof(SegmentHeader, last_iteration_swap_out_bytes) == 7 * kFalseSharing + 48);
 static_assert(offsetof(SegmentHeader, last_iteration_swap_in_bytes) == 7 * kFalseSharing + 56);
 static_assert(offsetof(SegmentHeader, reserved) == 7 * kFalseSharing + 64);
 
