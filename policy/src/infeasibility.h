@@ -3,7 +3,9 @@
 
 #include <string>
 
-#include "chameleon/policy/generator.h"
+#include "chameleon/policy/options.h"
+#include "chameleon/policy/plan.h"
+#include "chameleon/policy/profile.h"
 
 namespace chameleon::policy::detail {
 

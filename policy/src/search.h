@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "chameleon/policy/candidates.h"
-#include "chameleon/policy/generator.h"
+#include "chameleon/policy/options.h"
+#include "chameleon/policy/plan.h"
 
 namespace chameleon::policy::detail {
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "chameleon/policy/candidates.h"
-#include "chameleon/policy/generator.h"
 #include "chameleon/policy/layers.h"
 #include "chameleon/policy/options.h"
+#include "chameleon/policy/plan.h"
 #include "excess_tree.h"
 
 namespace chameleon::policy::detail {

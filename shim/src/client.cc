@@ -18,8 +18,8 @@
 #include "chameleon/ipc/socket_protocol.h"
 #include "chameleon/ipc/unix_socket.h"
 #include "device_facts.h"
-#include "executor.h"
 #include "log.h"
+#include "policy_sink.h"
 #include "runtime.h"
 
 namespace chameleon::shim {
@@ -48,7 +48,7 @@ enum class Attempt {
 
 class Client {
  public:
-  explicit Client(Runtime* rt) : rt_(rt) {}
+  Client(Runtime* rt, PolicySink* sink) : rt_(rt), sink_(sink) {}
 
   /// Connect + HELLO + WELCOME within `timeout_ms`. kPending leaves the handshake open (only
   /// with `keep_pending`, else it is abandoned as kFailed).
@@ -63,7 +63,7 @@ class Client {
     ipc::SegmentHeader* h = header_.load(std::memory_order_acquire);
     if (h == nullptr) return;
     // The executor's last figures (the timer may not have run since the last boundary).
-    if (Executor* ex = ExecutorIfOn()) ex->counters.PublishTo(h);
+    sink_->PublishCounters(h);
     h->client_exited.store(1, std::memory_order_release);
   }
   void ForgetAfterFork() {
@@ -96,7 +96,8 @@ class Client {
   }
 
   Runtime* rt_;
-  int sock_ = -1;  // owned by the thread (and the first, synchronous attempt before it exists)
+  PolicySink* sink_;  // the executor's side: policies in, figures out
+  int sock_ = -1;     // owned by the thread (and the first, synchronous attempt before it exists)
   ipc::Segment segment_;
   // A handshake the synchronous attempt left open (the daemon accepted, WELCOME not read yet):
   // the thread finishes it on the same socket. Closing it instead would make the daemon see a
@@ -198,7 +199,7 @@ void Client::Attach() {
   ipc::SegmentHeader* h = segment_.header();
   h->client_heartbeat_ns.store(NowNs(), std::memory_order_relaxed);
   // The limit the daemon must plan for: known from the environment before the executor starts.
-  const std::uint64_t limit = ExecutorLimit();
+  const std::uint64_t limit = sink_->DeviceLimit();
   h->device_limit_bytes.store(limit != 0 ? limit : rt_->config.device_limit_bytes,
                               std::memory_order_release);
   mailbox_ = segment_.mailbox_reader();
@@ -273,10 +274,9 @@ void Client::PollPolicy() {
   }
   rt_->telemetry.SetBoundary(policy.boundary);
   generation_.store(policy.summary.generation, std::memory_order_relaxed);
-  if (ExecutorIfOn() != nullptr) {
-    // Applied at the next iteration boundary; Tick publishes the generation in force.
-    ExecutorSetPolicy(policy);
-  } else {
+  // With an executor: applied at the next iteration boundary; Tick publishes the generation in
+  // force. Without one, nothing will apply it: acknowledged here.
+  if (!sink_->SetPolicy(policy)) {
     segment_.header()->policy_generation_applied.store(policy.summary.generation,
                                                        std::memory_order_relaxed);
   }
@@ -307,9 +307,9 @@ void Client::Tick() {
                              std::memory_order_relaxed);
   h->device_bytes_peak.store(rt_->total_peak.load(std::memory_order_relaxed),
                              std::memory_order_relaxed);
-  if (Executor* ex = ExecutorIfOn()) {
-    ex->counters.PublishTo(h);
-    h->device_limit_bytes.store(ex->engine->device_limit(), std::memory_order_release);
+  sink_->PublishCounters(h);
+  if (const std::uint64_t limit = sink_->DeviceLimit(); limit != 0) {
+    h->device_limit_bytes.store(limit, std::memory_order_release);
   }
   const std::uint32_t flags = h->control_flags.load(std::memory_order_acquire);
   rt_->daemon_disabled.store((flags & ipc::kControlDisabled) != 0, std::memory_order_relaxed);
@@ -365,8 +365,8 @@ void Client::Run() {
 
 }  // namespace
 
-void StartClient(Runtime* rt) {
-  auto* client = new Client(rt);  // lives as long as the process
+void StartClient(Runtime* rt, PolicySink* sink) {
+  auto* client = new Client(rt, sink);  // lives as long as the process
   g_client.store(client, std::memory_order_release);
   if (rt->config.connect_timeout_ms > 0 &&
       client->TryConnect(rt->config.connect_timeout_ms, true) == Attempt::kPending) {

@@ -8,6 +8,9 @@
 // (disable, detailed-iteration requests) and polls the policy mailbox for a new boundary
 // signature. When the daemon goes away, the shim detaches and keeps running untouched.
 //
+// The client sits above the op path (it attaches the telemetry to the segment) and beside the
+// executor, which it reaches only through the PolicySink it is given (docs/shim.md, "Layers").
+//
 // Thread-safety: StartClient is called once (Runtime::client_started guards it);
 // ClientForgetAfterFork only in a fork child.
 #pragma once
@@ -17,8 +20,11 @@
 namespace chameleon::shim {
 
 struct Runtime;
+class PolicySink;
 
-void StartClient(Runtime* rt);
+/// Starts the client (its synchronous first attempt, then the thread). `sink` receives the
+/// daemon's policies and outlives the process's client, like `rt`.
+void StartClient(Runtime* rt, PolicySink* sink);
 void ClientForgetAfterFork();
 
 /// Snapshot for chameleon_shim_get_stats.

@@ -1,28 +1,17 @@
 #include "executor.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include <vector>
+
 #include "log.h"
-#include "pointer_report.h"
-#include "runtime.h"
 #include "swap/pointer_scan.h"
-#include "tracker.h"
-#include "wrapper_util.h"
 
 namespace chameleon::shim {
 
 std::atomic<Executor*> g_executor{nullptr};
 
 namespace {
-
-std::atomic<bool> g_decided{false};
-std::mutex g_decide_mu;
-
-bool SocketExists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
-}
 
 std::uint64_t HalfHostMemory() {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
@@ -34,26 +23,22 @@ std::uint64_t HalfHostMemory() {
 // Warm-up (and a run without a daemon, which has no boundaries at all) evicts before or between
 // boundary scans. So the allocations that may evict scan too: the 1st, 2nd, 4th, 8th, ... of
 // them, so that a table written after an earlier scan is found at a logarithmic cost.
-void ScanUnderPressure(Runtime& rt, Executor& ex, std::uint64_t bytes, CUstream stream) {
+void ScanUnderPressure(Executor& ex, std::uint64_t bytes, CUstream stream) {
   if (!ex.pointer_scan) return;
   const std::uint64_t used =
       ex.engine->chunk_bytes_in_use() + ex.passthrough_live.load(std::memory_order_relaxed);
   if (used + bytes <= ex.engine->device_limit()) return;
   const std::uint64_t n = ex.pressure.fetch_add(1, std::memory_order_relaxed) + 1;
   if ((n & (n - 1)) != 0) return;
-  ExecutorPointerScan(rt, ex, stream, /*boundary=*/false);
+  ExecutorPointerScan(ex, stream, /*boundary=*/false);
 }
 
-// Null when the executor stays off (every reason is logged once).
-Executor* Create(Runtime& rt) {
-  const Config& c = rt.config;
-  // Starts the daemon client: its first connection attempt is synchronous, so a daemon that is
-  // up is attached by now. A socket that exists counts too (a daemon still starting, or slower
-  // than CHAMELEON_CONNECT_TIMEOUT_MS): the decision is taken once, before the first allocation.
-  RecordingOps(rt);
-  const bool daemon = c.telemetry && (rt.telemetry.active() || SocketExists(c.socket_path));
-  if (c.device_limit_bytes == 0 && !daemon) return nullptr;
-  const DriverAux& aux = rt.driver.aux;
+}  // namespace
+
+Executor* CreateExecutor(const ExecutorEnv& env) {
+  const Config& c = *env.config;
+  if (c.device_limit_bytes == 0 && !env.daemon) return nullptr;
+  const DriverAux& aux = env.driver->aux;
   CUdevice dev = 0;
   if (aux.ctx_get_device == nullptr || aux.ctx_get_device(&dev) != CUDA_SUCCESS || dev < 0) {
     Log(LogLevel::kWarn, "swap executor off: no current context at the first allocation");
@@ -70,7 +55,7 @@ Executor* Create(Runtime& rt) {
     limit = total;
   }
   swap::DriverApi api;
-  if (const char* missing = swap::ResolveDriverApi(rt.driver.handle, RealDlsym(), &api)) {
+  if (const char* missing = swap::ResolveDriverApi(env.driver->handle, RealDlsym(), &api)) {
     Log(LogLevel::kWarn, "swap executor off: the driver lacks %s", missing);
     return nullptr;
   }
@@ -87,6 +72,10 @@ Executor* Create(Runtime& rt) {
   o.external_bytes = &ex->passthrough_live;
   ex->api = api;
   ex->pointer_scan = c.pointer_scan;
+  ex->table = env.table;
+  ex->ops_disabled = env.ops_disabled;
+  ex->active_captures = env.active_captures;
+  ex->uplink = env.uplink;
   ex->engine = std::make_unique<swap::SwapEngine>(api, o, &ex->counters);
   if (const CUresult r = ex->engine->Init(); r != CUDA_SUCCESS) {
     Log(LogLevel::kWarn, "swap executor off: initialisation failed (CUresult %d)",
@@ -108,52 +97,59 @@ Executor* Create(Runtime& rt) {
   return ex.release();  // lives as long as the process, like Runtime
 }
 
-}  // namespace
-
-Executor* DecideExecutor(Runtime& rt) {
-  if (g_decided.load(std::memory_order_acquire)) return g_executor.load(std::memory_order_acquire);
-  std::lock_guard<std::mutex> lock(g_decide_mu);
-  if (!g_decided.load(std::memory_order_relaxed)) {
-    g_executor.store(Create(rt), std::memory_order_release);
-    g_decided.store(true, std::memory_order_release);
-  }
-  return g_executor.load(std::memory_order_acquire);
-}
-
 void ExecutorForgetAfterFork() {
   // Leaked on purpose: the engine's streams and events belong to the parent's context.
   g_executor.store(nullptr, std::memory_order_relaxed);
-  g_decided.store(true, std::memory_order_relaxed);
-  new (&g_decide_mu) std::mutex();
 }
 
-bool ExecutorServes(Runtime& rt, const Executor& ex, std::uint64_t bytes) {
-  return bytes >= ex.min_bytes && CurrentDevice(rt) == ex.device;
-}
-
-CUresult ExecutorAllocate(Runtime& rt, Executor& ex, CUdeviceptr* dptr, std::uint64_t bytes,
-                          CUstream stream, std::uint8_t kind, std::uint64_t stream_value) {
-  CUdeviceptr ptr = 0;
-  swap::AllocId id = 0;
-  ScanUnderPressure(rt, ex, bytes, stream);
-  const CUresult r = ex.engine->Allocate(bytes, stream, &ptr, &id, nullptr);
-  if (r != CUDA_SUCCESS) return r;
-  AllocationState* s = TrackAlloc(rt, ptr, bytes, static_cast<ipc::AllocKind>(kind), stream_value,
-                                  static_cast<std::uint16_t>(ex.device), true, /*swappable=*/1);
-  if (s != nullptr) {
-    s->last_stream.store(stream_value, std::memory_order_relaxed);
-    s->executor_slot.store(reinterpret_cast<void*>(static_cast<std::uintptr_t>(id)),
-                           std::memory_order_release);
-    ex.engine->AttachFlags(id, &s->flags);
-  } else {
-    ex.engine->SetPinned(id, true);  // untracked: no launch could ever fault it back in
+bool ExecutorPolicySink::SetPolicy(const ipc::Policy& policy) {
+  Executor* ex = On();
+  if (ex == nullptr) return false;
+  // Ignored with CHAMELEON_SWAP_POLICY=off, but its device limit still applies when
+  // CHAMELEON_DEVICE_LIMIT is not set.
+  const std::uint64_t limit = policy.summary.device_limit_bytes;
+  if (!ex->limit_from_env && limit != 0 && limit != ex->engine->device_limit()) {
+    Log(LogLevel::kInfo, "swap executor: device limit %llu bytes from the daemon",
+        static_cast<unsigned long long>(limit));
+    ex->engine->SetDeviceLimit(limit);
   }
-  *dptr = ptr;
-  return CUDA_SUCCESS;
+  if (ex->apply_policy) ex->runner->SetPolicy(policy);
+  return true;
+}
+
+std::uint64_t ExecutorPolicySink::DeviceLimit() const {
+  const Executor* ex = On();
+  return ex != nullptr ? ex->engine->device_limit() : 0;
+}
+
+void ExecutorPolicySink::PublishCounters(ipc::SegmentHeader* header) const {
+  if (const Executor* ex = On()) ex->counters.PublishTo(header);
+}
+
+bool ExecutorServes(const Executor& ex, std::uint16_t device, std::uint64_t bytes) {
+  return bytes >= ex.min_bytes && device == ex.device;
+}
+
+CUresult ExecutorAllocate(Executor& ex, CUdeviceptr* dptr, std::uint64_t bytes, CUstream stream,
+                          swap::AllocId* id) {
+  ScanUnderPressure(ex, bytes, stream);
+  return ex.engine->Allocate(bytes, stream, dptr, id, nullptr);
+}
+
+void ExecutorAttach(Executor& ex, swap::AllocId id, AllocationState* s,
+                    std::uint64_t stream_value) {
+  if (s == nullptr) {
+    ex.engine->SetPinned(id, true);  // untracked: no launch could ever fault it back in
+    return;
+  }
+  s->last_stream.store(stream_value, std::memory_order_relaxed);
+  s->executor_slot.store(reinterpret_cast<void*>(static_cast<std::uintptr_t>(id)),
+                         std::memory_order_release);
+  ex.engine->AttachFlags(id, &s->flags);
 }
 
 bool ExecutorAdmit(Executor& ex, std::uint64_t bytes) {
-  ScanUnderPressure(GetRuntime(), ex, bytes, nullptr);
+  ScanUnderPressure(ex, bytes, nullptr);
   return ex.engine->MakeRoom(bytes);
 }
 
@@ -166,10 +162,10 @@ void ExecutorPassthrough(Executor& ex, std::uint16_t device, std::uint64_t bytes
   }
 }
 
-bool ExecutorFree(Runtime& rt, Executor& ex, CUdeviceptr dptr, CUstream stream,
-                  std::uint64_t stream_value, CUresult* result, PassthroughFree* passthrough) {
+bool ExecutorFree(Executor& ex, CUdeviceptr dptr, CUstream stream, CUresult* result,
+                  PassthroughFree* passthrough) {
   *passthrough = {};
-  const AllocationHit hit = rt.table.Lookup(dptr);
+  const AllocationHit hit = ex.table->Lookup(dptr);
   if (hit.state == nullptr || hit.state->address != dptr) return false;
   const swap::AllocId id = IdOf(hit.state);
   if (id == 0) {
@@ -178,7 +174,6 @@ bool ExecutorFree(Runtime& rt, Executor& ex, CUdeviceptr dptr, CUstream stream,
     return false;
   }
   *result = ex.engine->Free(id, stream);
-  TrackFree(rt, dptr, stream_value, true);
   // Stale ranges are unmapped by a flush once their fence completed; without iteration
   // boundaries (no daemon) nobody else would flush. With boundaries, they flush: an unmap
   // mid-iteration synchronises the device (simgpu; CUDA documents cuMemUnmap as synchronising).
@@ -197,8 +192,8 @@ void ExecutorMemInfo(Executor& ex, size_t* free_bytes, size_t* total_bytes) {
   if (free_bytes != nullptr) *free_bytes = limit > used ? limit - used : 0;
 }
 
-void ExecutorPin(Runtime& rt, Executor& ex, std::uint64_t address) {
-  const AllocationHit hit = rt.table.Lookup(address);
+void ExecutorPin(Executor& ex, std::uint64_t address) {
+  const AllocationHit hit = ex.table->Lookup(address);
   if (hit.state == nullptr) return;
   if (const swap::AllocId id = IdOf(hit.state)) {
     ex.engine->FaultIn(id);  // the exported contents must be the real ones, and stay put
@@ -208,12 +203,12 @@ void ExecutorPin(Runtime& rt, Executor& ex, std::uint64_t address) {
 
 void ExecutorAfterSync(Executor& ex) { ex.engine->FlushUnmaps(); }
 
-CUresult ExecutorBeforeOp(Runtime& rt, Executor& ex, std::uint32_t token, CUstream stream,
+CUresult ExecutorBeforeOp(Executor& ex, std::uint32_t token, CUstream stream,
                           AllocationState* const* states, std::uint32_t n, ExecOp* op,
                           const OpExtent* extents) {
   op->runner = false;
   if (ex.runner_active.load(std::memory_order_relaxed) &&
-      !rt.daemon_disabled.load(std::memory_order_relaxed)) {
+      !ex.ops_disabled->load(std::memory_order_relaxed)) {
     std::lock_guard<std::mutex> lock(ex.runner_mu);
     op->occurrence = ex.runner->BeforeOp(token, stream);
     op->runner = true;
@@ -222,7 +217,7 @@ CUresult ExecutorBeforeOp(Runtime& rt, Executor& ex, std::uint32_t token, CUstre
   for (std::uint32_t i = 0; i < n; ++i) bits |= states[i]->flags.load(std::memory_order_acquire);
   // A named page of the program's VMM: the op may reach the pages after it (program_vmm.h).
   if (__builtin_expect((bits & kProgramVmmPage) != 0, 0)) {
-    return ProgramVmmBeforeOp(ex, stream, states, n, extents);
+    return ProgramVmmBeforeOp(*ex.engine, stream, states, n, extents);
   }
   if (__builtin_expect((bits & (kSwappedOut | kSwapInFlight)) != 0, 0)) {
     swap::AllocId ids[ipc::kMaxLaunchTensors];
@@ -267,20 +262,20 @@ void ExecutorAfterOp(Executor& ex, std::uint32_t token, CUstream stream,
   ex.runner->AfterOp(token, op.occurrence, stream, {tensors, n});
 }
 
-void ExecutorPointerScan(Runtime& rt, Executor& ex, CUstream stream, bool boundary) {
+void ExecutorPointerScan(Executor& ex, CUstream stream, bool boundary) {
   // No copies or host waits while a graph is being captured anywhere (they would be captured,
   // or be illegal under the global capture mode); a later trigger scans instead.
-  if (!ex.pointer_scan || rt.active_captures.load(std::memory_order_relaxed) > 0) return;
+  if (!ex.pointer_scan || ex.active_captures->load(std::memory_order_relaxed) > 0) return;
   std::lock_guard<std::mutex> lock(ex.scan_mu);
   if (boundary) {
-    const std::uint64_t detail = rt.telemetry.detail_done();
+    const std::uint64_t detail = ex.uplink->DetailedIterationsDone();
     if (ex.boundary_scans != 0 && detail == ex.scanned_detail) return;
     ++ex.boundary_scans;
     ex.scanned_detail = detail;
   }
   ex.scans.fetch_add(1, std::memory_order_release);
   std::vector<swap::Range> ranges;
-  rt.table.ForEach([&](const AllocationState& s) {
+  ex.table->ForEach([&](const AllocationState& s) {
     if (s.device != static_cast<std::uint16_t>(ex.device)) return;
     // A range swapped out or being swapped in is a possible target but must not be read.
     const std::uint32_t f = s.flags.load(std::memory_order_acquire);
@@ -290,12 +285,12 @@ void ExecutorPointerScan(Runtime& rt, Executor& ex, CUstream stream, bool bounda
   options.stream = stream;
   const swap::ScanResult r = swap::ScanPointerTables(ex.api, ranges, options);
   for (const CUdeviceptr target : r.targets) {
-    if (const AllocationHit hit = rt.table.Lookup(target); hit.state != nullptr) {
+    if (const AllocationHit hit = ex.table->Lookup(target); hit.state != nullptr) {
       hit.state->flags.fetch_or(kNeverSwap, std::memory_order_acq_rel);
     }
-    ExecutorPin(rt, ex, target);
+    ExecutorPin(ex, target);
   }
-  ReportPointerTargets(rt, ex.scans.load(std::memory_order_relaxed), r.targets);  // to the daemon
+  ex.uplink->PointerTargetsFound(ex.scans.load(std::memory_order_relaxed), r.targets);
   Log(r.error != CUDA_SUCCESS ? LogLevel::kWarn : LogLevel::kDebug,
       "pointer-table scan %llu: %zu allocations, %llu bytes sampled, %llu unsampled, %zu targets "
       "pinned (CUresult %d)",
@@ -321,23 +316,6 @@ void ExecutorBoundary(Executor& ex) {
         static_cast<unsigned long long>(generation),
         FormatCounterPairs(ex.counters.Values()).c_str());
   }
-}
-
-void ExecutorSetPolicy(const ipc::Policy& policy) {
-  Executor* ex = ExecutorIfOn();
-  if (ex == nullptr) return;
-  const std::uint64_t limit = policy.summary.device_limit_bytes;
-  if (!ex->limit_from_env && limit != 0 && limit != ex->engine->device_limit()) {
-    Log(LogLevel::kInfo, "swap executor: device limit %llu bytes from the daemon",
-        static_cast<unsigned long long>(limit));
-    ex->engine->SetDeviceLimit(limit);
-  }
-  if (ex->apply_policy) ex->runner->SetPolicy(policy);
-}
-
-std::uint64_t ExecutorLimit() {
-  Executor* ex = ExecutorIfOn();
-  return ex != nullptr ? ex->engine->device_limit() : 0;
 }
 
 }  // namespace chameleon::shim

@@ -1,11 +1,12 @@
-// The swap executor inside the shim: whether it is on (decided once, at the process's first
-// allocation call), the SwapEngine and PolicyRunner it owns, and the entry points the wrappers
-// call (docs/shim.md, "Swap executor"; the mechanism is docs/executor.md).
+// The swap executor inside the shim: the SwapEngine and PolicyRunner it owns, and the entry
+// points the op path and the memory wrappers call (docs/shim.md, "Swap executor"; the mechanism
+// is docs/executor.md).
 //
-// On when CHAMELEON_DEVICE_LIMIT is a valid byte count, or when a daemon is present at that first
-// allocation (connected by the synchronous first attempt, or its socket exists): then the limit
-// is the device's total memory until the daemon's policy names one. Otherwise the shim stays a
-// pure pass-through for memory and ops. The decision never changes for the process.
+// Layer (docs/shim.md, "Layers"): below the op path, above the swap engine. It knows nothing of
+// the tracker, the telemetry or the daemon client: initialisation (init.cc) decides whether it is
+// on and builds it (CreateExecutor) from the configuration, the driver, the allocation table and
+// an ExecutorUplink for what it must tell the layers above; the daemon client reaches it only
+// through the PolicySink it is given (ExecutorPolicySink).
 //
 // Hot path (every launch/copy/memset while on): one acquire load of g_executor, one acquire
 // load of each tensor's flags word; the runner's mutex only while a policy with entries is in
@@ -20,19 +21,44 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 
 #include "alloc_table.h"
 #include "chameleon/ipc/policy_blob.h"
+#include "config.h"
 #include "executor_stats.h"
+#include "policy_sink.h"
 #include "program_vmm.h"
+#include "real_driver.h"
 #include "swap/counters.h"
 #include "swap/policy_runner.h"
 #include "swap/swap_engine.h"
 
 namespace chameleon::shim {
 
-struct Runtime;
+/// What the executor tells, or asks of, the layers above it (the op path implements it:
+/// pointer_report.h). Called from the pointer-table scan only, never from the op hot path.
+class ExecutorUplink {
+ public:
+  virtual ~ExecutorUplink() = default;
+  /// Detailed iterations finished so far: a boundary scan runs again after each.
+  virtual std::uint64_t DetailedIterationsDone() const = 0;
+  /// Scan `scan` found `targets` pointed to by device-side tables (the daemon is told).
+  virtual void PointerTargetsFound(std::uint64_t scan, std::span<const CUdeviceptr> targets) = 0;
+};
+
+/// What the executor is built from, gathered by initialisation (init.cc). Pointers outlive it.
+struct ExecutorEnv {
+  const Config* config = nullptr;
+  const RealDriver* driver = nullptr;
+  /// A daemon is attached or its socket exists: on even without CHAMELEON_DEVICE_LIMIT.
+  bool daemon = false;
+  AllocationTable* table = nullptr;                 ///< the op path's tensors (lookups and scans)
+  const std::atomic<bool>* ops_disabled = nullptr;  ///< the daemon's kControlDisabled
+  const std::atomic<std::int64_t>* active_captures = nullptr;  ///< streams capturing a graph
+  ExecutorUplink* uplink = nullptr;
+};
 
 struct Executor {
   int device = 0;                      ///< the one device served; other devices pass through
@@ -54,26 +80,52 @@ struct Executor {
   std::atomic<std::uint64_t> scans{0};     ///< pointer-table scans run (written under scan_mu)
   std::uint64_t boundary_scans = 0;        ///< of which at boundaries (scan_mu)
   std::atomic<std::uint64_t> pressure{0};  ///< allocations that may evict
-  std::uint64_t scanned_detail = 0;        ///< telemetry.detail_done() at the last one (scan_mu)
+  std::uint64_t scanned_detail = 0;        ///< uplink's DetailedIterationsDone at the last one
   StatsFile stats_file;                    ///< CHAMELEON_STATS_FILE (written under runner_mu)
+  // The layers above, as ExecutorEnv gave them.
+  AllocationTable* table = nullptr;
+  const std::atomic<bool>* ops_disabled = nullptr;
+  const std::atomic<std::int64_t>* active_captures = nullptr;
+  ExecutorUplink* uplink = nullptr;
 };
 
+/// The process's executor once initialisation decided it is on (init.cc publishes it).
 extern std::atomic<Executor*> g_executor;
 
 /// The executor when it is on and decided; never decides. The launch path's check.
 inline Executor* ExecutorIfOn() { return g_executor.load(std::memory_order_acquire); }
-/// The executor when on, deciding first if nobody has (allocation calls, cuMemGetInfo).
-Executor* DecideExecutor(Runtime& rt);
+/// Builds the executor, or null when it stays off (every reason logged once): on when
+/// CHAMELEON_DEVICE_LIMIT is a valid byte count or `env.daemon`; then the limit is the device's
+/// total memory until the daemon's policy names one. Called once per process, by init.cc.
+Executor* CreateExecutor(const ExecutorEnv& env);
 /// Fork child: the parent's CUDA objects are not ours; the child passes memory through.
 void ExecutorForgetAfterFork();
 
+/// The daemon client's PolicySink: policies go to, and figures come from, the executor in
+/// `slot` when one is on; none before the decision. Thread-safe.
+class ExecutorPolicySink final : public PolicySink {
+ public:
+  explicit ExecutorPolicySink(const std::atomic<Executor*>* slot) : slot_(slot) {}
+  bool SetPolicy(const ipc::Policy& policy) override;
+  std::uint64_t DeviceLimit() const override;
+  void PublishCounters(ipc::SegmentHeader* header) const override;
+
+ private:
+  Executor* On() const { return slot_->load(std::memory_order_acquire); }
+  const std::atomic<Executor*>* slot_;
+};
+
 // --- memory wrappers -------------------------------------------------------------------------
 
-/// True when an allocation of `bytes` on the calling thread's device goes through the engine.
-bool ExecutorServes(Runtime& rt, const Executor& ex, std::uint64_t bytes);
-/// An executor allocation, tracked like the driver's (kind/stream as the wrapper would record).
-CUresult ExecutorAllocate(Runtime& rt, Executor& ex, CUdeviceptr* dptr, std::uint64_t bytes,
-                          CUstream stream, std::uint8_t kind, std::uint64_t stream_value);
+/// True when an allocation of `bytes` on `device` (the calling thread's) goes through the engine.
+bool ExecutorServes(const Executor& ex, std::uint16_t device, std::uint64_t bytes);
+/// An executor allocation: `*dptr` and the engine's `*id`. The caller tracks it, then hands its
+/// state to ExecutorAttach.
+CUresult ExecutorAllocate(Executor& ex, CUdeviceptr* dptr, std::uint64_t bytes, CUstream stream,
+                          swap::AllocId* id);
+/// Joins the engine's allocation `id` to its tracked state `s` (the flags the launch path tests),
+/// last used on `stream_value`. A null `s` (the table is full) pins it: no op could name it.
+void ExecutorAttach(Executor& ex, swap::AllocId id, AllocationState* s, std::uint64_t stream_value);
 /// Before a passed-through allocation of `bytes`: makes room under the limit. False = refuse it
 /// with CUDA_ERROR_OUT_OF_MEMORY.
 bool ExecutorAdmit(Executor& ex, std::uint64_t bytes);
@@ -85,15 +137,15 @@ struct PassthroughFree {
   std::uint64_t bytes = 0;
   std::uint16_t device = 0;
 };
-/// A free: true (and `*result`) when `dptr` was the executor's, which then tracked the free.
+/// A free: true (and `*result`) when `dptr` was the executor's (the caller then tracks the free).
 /// False for anything else, with `*passthrough` filled when it is a tracked allocation the caller
 /// frees through the driver (ExecutorPassthrough once that succeeded).
-bool ExecutorFree(Runtime& rt, Executor& ex, CUdeviceptr dptr, CUstream stream,
-                  std::uint64_t stream_value, CUresult* result, PassthroughFree* passthrough);
+bool ExecutorFree(Executor& ex, CUdeviceptr dptr, CUstream stream, CUresult* result,
+                  PassthroughFree* passthrough);
 /// cuMemGetInfo under a limit: total = limit, free = limit - in use (never negative).
 void ExecutorMemInfo(Executor& ex, size_t* free_bytes, size_t* total_bytes);
 /// IPC / shareable export of the allocation containing `address`: never swapped again.
-void ExecutorPin(Runtime& rt, Executor& ex, std::uint64_t address);
+void ExecutorPin(Executor& ex, std::uint64_t address);
 /// After a synchronisation (stream, context): pending unmaps whose copies completed can go.
 void ExecutorAfterSync(Executor& ex);
 
@@ -109,7 +161,7 @@ struct ExecOp {
 /// its tensors (`states`, in record order). A result other than CUDA_SUCCESS means the op must
 /// not be forwarded (its tensors cannot be made resident) and the wrapper returns it.
 /// `extents` (copies, memsets; null for launches): the bytes touched through each of `states`.
-CUresult ExecutorBeforeOp(Runtime& rt, Executor& ex, std::uint32_t token, CUstream stream,
+CUresult ExecutorBeforeOp(Executor& ex, std::uint32_t token, CUstream stream,
                           AllocationState* const* states, std::uint32_t n, ExecOp* op,
                           const OpExtent* extents = nullptr);
 /// After a successfully forwarded op: the policy's swap-outs anchored on it.
@@ -122,15 +174,10 @@ void ExecutorBoundary(Executor& ex);
 /// called at a boundary, before ExecutorBoundary (never on a capturing stream) — scans at the
 /// first boundary and after each detailed iteration, one compare otherwise. Not `boundary`
 /// (the allocation paths, before allocations that may evict): scans.
-void ExecutorPointerScan(Runtime& rt, Executor& ex, CUstream stream, bool boundary);
+void ExecutorPointerScan(Executor& ex, CUstream stream, bool boundary);
 
-// --- client thread ----------------------------------------------------------------------------
+// --- statistics -------------------------------------------------------------------------------
 
-/// A decoded policy from the daemon (ignored with CHAMELEON_SWAP_POLICY=off, but its device
-/// limit still applies when CHAMELEON_DEVICE_LIMIT is not set).
-void ExecutorSetPolicy(const ipc::Policy& policy);
-/// The limit in force (0 when off or undecided): SegmentHeader::device_limit_bytes.
-std::uint64_t ExecutorLimit();
 /// At exit: the CHAMELEON_STATS_FILE record of the span since the last boundary (nothing when
 /// the executor is off or no file is configured).
 void ExecutorWriteExitStats();

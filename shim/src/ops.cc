@@ -40,7 +40,7 @@ void ExecAfterSlow(PendingOp* op, AllocationState* const* states, std::uint32_t 
   if (!op->capture) ExecutorAfterOp(*op->ex, op->token, op->stream, states, n, op->exec);
   // The boundary op belongs to the iteration it closes: its swap-outs ran first.
   if (boundary) {
-    if (!op->capture) ExecutorPointerScan(GetRuntime(), *op->ex, op->stream, /*boundary=*/true);
+    if (!op->capture) ExecutorPointerScan(*op->ex, op->stream, /*boundary=*/true);
     ExecutorBoundary(*op->ex);
   }
 }
@@ -62,7 +62,7 @@ CUresult BeginGraphLaunch(Runtime& rt, CUstream stream, PendingOp* op) {
   if (!BeginCommon(rt, stream, op)) return CUDA_SUCCESS;
   op->token = ipc::kTokenGraphLaunch;
   // A graph's kernels are not visible here: no tensors (documented limit), but the op counts.
-  return ExecBefore(rt, op, nullptr, 0);
+  return ExecBefore(op, nullptr, 0);
 }
 
 void EndGraphLaunch(Runtime& rt, PendingOp* op) {
@@ -110,7 +110,7 @@ CUresult BeginCopy(Runtime& rt, std::uint32_t token, std::uint64_t src, std::uin
     extents[op->count] = {dst, bytes};
     op->states[op->count++] = d.state;
   }
-  return ExecBefore(rt, op, op->states, op->count, extents);
+  return ExecBefore(op, op->states, op->count, extents);
 }
 
 CUresult BeginMemset(Runtime& rt, std::uint64_t dst, std::uint64_t bytes, CUstream stream,
@@ -127,7 +127,7 @@ CUresult BeginMemset(Runtime& rt, std::uint64_t dst, std::uint64_t bytes, CUstre
   rec.bytes = bytes;
   if (h.id != 0) op->states[op->count++] = h.state;
   const OpExtent extent{dst, bytes};
-  return ExecBefore(rt, op, op->states, op->count, &extent);
+  return ExecBefore(op, op->states, op->count, &extent);
 }
 
 void EndCopy(Runtime& rt, CopyOp* op) {

@@ -7,7 +7,13 @@
 
 namespace chameleon::shim {
 
-void ReportPointerTargets(Runtime& rt, std::uint64_t scan, std::span<const CUdeviceptr> targets) {
+std::uint64_t TelemetryUplink::DetailedIterationsDone() const {
+  return rt_->telemetry.detail_done();
+}
+
+void TelemetryUplink::PointerTargetsFound(std::uint64_t scan,
+                                          std::span<const CUdeviceptr> targets) {
+  Runtime& rt = *rt_;
   if (targets.empty() || !rt.telemetry.active()) return;
   std::vector<std::uint64_t> ids;
   ids.reserve(targets.size());

@@ -1,7 +1,10 @@
-// Tells the daemon which allocations a pointer-table scan found pointed to
-// (ipc::RecordType::kPointerTargets, layout 1.2), so that its later candidates exclude the same
-// tensors even when the program allocates them afresh (docs/executor.md, "Pointer tables"). The
-// shim's own protection (kNeverSwap + ExecutorPin of each target) does not depend on it.
+// TelemetryUplink: the op path's side of the executor's ExecutorUplink (executor.h). It tells the
+// daemon which allocations a pointer-table scan found pointed to (ipc::RecordType::kPointerTargets,
+// layout 1.2), so that its later candidates exclude the same tensors even when the program
+// allocates them afresh (docs/executor.md, "Pointer tables"), and answers how many detailed
+// iterations the telemetry has finished. The shim's own protection (kNeverSwap + ExecutorPin of
+// each target) does not depend on it.
+//
 // Thread-safe (the telemetry ring has its own lock); not for the op hot path (it allocates).
 #pragma once
 
@@ -10,12 +13,22 @@
 #include <cstdint>
 #include <span>
 
+#include "executor.h"
+
 namespace chameleon::shim {
 
 struct Runtime;
 
-/// Pushes scan `scan`'s targets (bases of tracked allocations) as allocation ids; nothing while
-/// no daemon is attached or when no target is a tracked allocation.
-void ReportPointerTargets(Runtime& rt, std::uint64_t scan, std::span<const CUdeviceptr> targets);
+class TelemetryUplink final : public ExecutorUplink {
+ public:
+  explicit TelemetryUplink(Runtime* rt) : rt_(rt) {}
+  std::uint64_t DetailedIterationsDone() const override;
+  /// Pushes scan `scan`'s targets (bases of tracked allocations) as allocation ids; nothing while
+  /// no daemon is attached or when no target is a tracked allocation.
+  void PointerTargetsFound(std::uint64_t scan, std::span<const CUdeviceptr> targets) override;
+
+ private:
+  Runtime* rt_;
+};
 
 }  // namespace chameleon::shim

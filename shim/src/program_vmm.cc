@@ -8,12 +8,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "executor.h"
+#include "alloc_table.h"
 #include "log.h"
 #include "program_vmm_registry.h"
-#include "runtime.h"
-#include "tracker.h"
-#include "wrapper_util.h"
+#include "swap/swap_engine.h"
 
 namespace chameleon::shim {
 namespace program_vmm {
@@ -119,17 +117,18 @@ CUresult ForEachRealStretch(Registry& reg, CUdeviceptr ptr, std::size_t bytes, F
   return flush();
 }
 
-bool Coverable(const Executor& ex, std::size_t bytes, const CUmemAllocationProp* prop,
-               unsigned long long flags, CUmemGenericAllocationHandle* handle) {
+bool Coverable(const swap::SwapEngine& engine, int device, std::size_t bytes,
+               const CUmemAllocationProp* prop, unsigned long long flags,
+               CUmemGenericAllocationHandle* handle) {
   if (handle == nullptr || prop == nullptr || flags != 0 || bytes == 0) return false;
-  const std::size_t chunk = ex.engine->chunk_bytes();
+  const std::size_t chunk = engine.chunk_bytes();
   if (chunk == 0 || bytes % chunk != 0) return false;
   const auto& f = prop->allocFlags;
   bool reserved_zero = true;
   for (unsigned char b : f.reserved) reserved_zero = reserved_zero && b == 0;
   return prop->type == CU_MEM_ALLOCATION_TYPE_PINNED &&
          prop->requestedHandleTypes == CU_MEM_HANDLE_TYPE_NONE &&
-         prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE && prop->location.id == ex.device &&
+         prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE && prop->location.id == device &&
          prop->win32HandleMetaData == nullptr && f.compressionType == 0 &&
          f.gpuDirectRDMACapable == 0 && f.usage == 0 && reserved_zero;
 }
@@ -142,13 +141,13 @@ bool ProgramVmmIsVirtual(CUmemGenericAllocationHandle handle) {
   return FindHandle(reg, handle) != nullptr;
 }
 
-bool ProgramVmmCreate(Runtime& rt, Executor& ex, CUmemGenericAllocationHandle* handle,
-                      std::size_t bytes, const CUmemAllocationProp* prop, unsigned long long flags,
-                      CUresult* result) {
-  if (VirtualisationOff() || !Coverable(ex, bytes, prop, flags, handle)) return false;
+bool ProgramVmmCreate(swap::SwapEngine& engine, int device, VmmBookkeeping& book,
+                      CUmemGenericAllocationHandle* handle, std::size_t bytes,
+                      const CUmemAllocationProp* prop, unsigned long long flags, CUresult* result) {
+  if (VirtualisationOff() || !Coverable(engine, device, bytes, prop, flags, handle)) return false;
   auto* vh = new VirtualHandle;  // never freed: see VirtualHandle
   vh->bytes = bytes;
-  vh->device = static_cast<std::uint16_t>(ex.device);
+  vh->device = static_cast<std::uint16_t>(device);
   vh->prop = *prop;
   const auto value =
       static_cast<CUmemGenericAllocationHandle>(reinterpret_cast<std::uintptr_t>(vh));
@@ -157,13 +156,14 @@ bool ProgramVmmCreate(Runtime& rt, Executor& ex, CUmemGenericAllocationHandle* h
     std::lock_guard lock(reg.mu);
     reg.handles[value] = vh;
   }
-  TrackVmmCreate(rt, value, bytes, vh->device);  // the program's view; no physical memory yet
+  book.Created(value, bytes, vh->device);  // the program's view; no physical memory yet
   *handle = value;
   *result = CUDA_SUCCESS;
   return true;
 }
 
-bool ProgramVmmRelease(Runtime& rt, CUmemGenericAllocationHandle handle, CUresult* result) {
+bool ProgramVmmRelease(swap::SwapEngine* engine, VmmBookkeeping& book,
+                       CUmemGenericAllocationHandle handle, CUresult* result) {
   Registry& reg = Reg();
   std::unique_lock lock(reg.mu);
   VirtualHandle* vh = FindHandle(reg, handle);
@@ -173,12 +173,11 @@ bool ProgramVmmRelease(Runtime& rt, CUmemGenericAllocationHandle handle, CUresul
   reg.handles.erase(handle);
   // Still mapped: the memory goes with the last unmap, as the driver does it.
   if (!vh->mapped && vh->id != 0) {
-    if (Executor* ex = ExecutorIfOn()) ex->engine->Unadopt(vh->id, /*keep=*/false);
+    if (engine != nullptr) engine->Unadopt(vh->id, /*keep=*/false);
     vh->id = 0;
   }
   lock.unlock();
-  VmmHandle released;
-  TrackVmmRelease(rt, handle, &released);
+  book.Released(handle);
   return true;
 }
 
@@ -201,16 +200,15 @@ void ProgramVmmForgetRealMaps(CUdeviceptr ptr, std::size_t bytes) {
   reg.maps.erase(reg.maps.lower_bound(ptr), reg.maps.lower_bound(ptr + bytes));
 }
 
-bool ProgramVmmMap(Runtime& rt, Executor* ex, CUdeviceptr ptr, std::size_t bytes,
-                   std::size_t offset, CUmemGenericAllocationHandle handle,
+bool ProgramVmmMap(swap::SwapEngine* engine, VmmBookkeeping& book, CUdeviceptr ptr,
+                   std::size_t bytes, std::size_t offset, CUmemGenericAllocationHandle handle,
                    unsigned long long flags, CUresult* result) {
-  RecordingOps(rt);  // may start the client: not under the registry lock
   Registry& reg = Reg();
   std::lock_guard lock(reg.mu);
   VirtualHandle* vh = FindHandle(reg, handle);
   if (vh == nullptr) return false;
-  const std::size_t chunk = ex != nullptr ? ex->engine->chunk_bytes() : 0;
-  if (ex == nullptr || flags != 0 || bytes == 0 || offset % chunk != 0 || bytes % chunk != 0 ||
+  const std::size_t chunk = engine != nullptr ? engine->chunk_bytes() : 0;
+  if (engine == nullptr || flags != 0 || bytes == 0 || offset % chunk != 0 || bytes % chunk != 0 ||
       ptr % chunk != 0 || offset > vh->bytes || bytes > vh->bytes - offset) {
     *result = CUDA_ERROR_INVALID_VALUE;
   } else if (offset != 0 || bytes != vh->bytes || vh->mapped) {
@@ -222,23 +220,22 @@ bool ProgramVmmMap(Runtime& rt, Executor* ex, CUdeviceptr ptr, std::size_t bytes
   } else if (Overlaps(reg, ptr, bytes, false)) {
     *result = CUDA_ERROR_INVALID_VALUE;  // the driver refuses mapping over a mapping
   } else if (vh->id != 0) {
-    *result = ex->engine->Rebind(vh->id, ptr, nullptr);  // parked contents, at the new VA
+    *result = engine->Rebind(vh->id, ptr, nullptr);  // parked contents, at the new VA
   } else {
-    *result = ex->engine->Adopt(ptr, bytes, &vh->id, nullptr);
+    *result = engine->Adopt(ptr, bytes, &vh->id, nullptr);
   }
   if (*result != CUDA_SUCCESS) return true;
-  AllocationState* s = TrackAlloc(rt, ptr, bytes, ipc::AllocKind::kVmmMap, 0, vh->device, false,
-                                  /*swappable=*/1);
+  AllocationState* s = book.Mapped(ptr, bytes, vh->device);
   if (s != nullptr) {
     s->flags.fetch_or(kProgramVmmPage, std::memory_order_relaxed);
     s->last_stream.store(UINT64_MAX, std::memory_order_relaxed);  // first use notes its stream
     s->executor_slot.store(reinterpret_cast<void*>(static_cast<std::uintptr_t>(vh->id)),
                            std::memory_order_release);
-    ex->engine->AttachFlags(vh->id, &s->flags);
+    engine->AttachFlags(vh->id, &s->flags);
   } else {
     // Untracked: no op could ever name it, so it must stay resident and settled.
-    ex->engine->SetPinned(vh->id, true);
-    ex->engine->FaultIn(vh->id);
+    engine->SetPinned(vh->id, true);
+    engine->FaultIn(vh->id);
   }
   vh->mapped = true;
   vh->va = ptr;
@@ -247,19 +244,19 @@ bool ProgramVmmMap(Runtime& rt, Executor* ex, CUdeviceptr ptr, std::size_t bytes
   return true;
 }
 
-bool ProgramVmmUnmap(Runtime& rt, Executor* ex, CUdeviceptr ptr, std::size_t bytes,
-                     ProgramUnmapFn real, CUresult* result) {
+bool ProgramVmmUnmap(swap::SwapEngine* engine, VmmBookkeeping& book, CUdeviceptr ptr,
+                     std::size_t bytes, ProgramUnmapFn real, CUresult* result) {
   Registry& reg = Reg();
   std::lock_guard lock(reg.mu);
   if (reg.virtual_maps == 0 || !Overlaps(reg, ptr, bytes, true)) return false;
-  if (ex == nullptr || !WholeMappings(reg, ptr, bytes)) {
+  if (engine == nullptr || !WholeMappings(reg, ptr, bytes)) {
     *result = CUDA_ERROR_INVALID_VALUE;
     return true;
   }
   *result = ForEachRealStretch(reg, ptr, bytes, [&](CUdeviceptr at, std::size_t len) {
     const CUresult r = real(at, len);
     if (r == CUDA_SUCCESS) {
-      TrackVmmUnmap(rt, at, len);
+      book.Unmapped(at, len);
       reg.maps.erase(reg.maps.lower_bound(at), reg.maps.lower_bound(at + len));
     }
     return r;
@@ -271,11 +268,11 @@ bool ProgramVmmUnmap(Runtime& rt, Executor* ex, CUdeviceptr ptr, std::size_t byt
     VirtualHandle* vh = m.vh;
     // Keep the contents while the handle lives: the program may map it again elsewhere.
     const bool keep = vh->refs != 0;
-    if (const CUresult r = ex->engine->Unadopt(m.id, keep); r != CUDA_SUCCESS) {
+    if (const CUresult r = engine->Unadopt(m.id, keep); r != CUDA_SUCCESS) {
       *result = r;
       return true;
     }
-    TrackVmmUnmap(rt, it->first, m.bytes);
+    book.Unmapped(it->first, m.bytes);
     vh->mapped = false;
     vh->va = 0;
     if (!keep) vh->id = 0;
@@ -285,13 +282,13 @@ bool ProgramVmmUnmap(Runtime& rt, Executor* ex, CUdeviceptr ptr, std::size_t byt
   return true;
 }
 
-bool ProgramVmmSetAccess(Executor* ex, CUdeviceptr ptr, std::size_t bytes,
+bool ProgramVmmSetAccess(swap::SwapEngine* engine, int device, CUdeviceptr ptr, std::size_t bytes,
                          const CUmemAccessDesc* desc, std::size_t count, ProgramSetAccessFn real,
                          CUresult* result) {
   Registry& reg = Reg();
   std::lock_guard lock(reg.mu);
   if (reg.virtual_maps == 0 || !Overlaps(reg, ptr, bytes, true)) return false;
-  if (ex == nullptr || desc == nullptr || count == 0 || !FullyMapped(reg, ptr, bytes)) {
+  if (engine == nullptr || desc == nullptr || count == 0 || !FullyMapped(reg, ptr, bytes)) {
     *result = CUDA_ERROR_INVALID_VALUE;
     return true;
   }
@@ -304,7 +301,7 @@ bool ProgramVmmSetAccess(Executor* ex, CUdeviceptr ptr, std::size_t bytes,
     }
   }
   const bool engine_default = count == 1 && desc[0].location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
-                              desc[0].location.id == ex->device &&
+                              desc[0].location.id == device &&
                               desc[0].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   if (engine_default) {
     // What the engine grants on every map: only the driver's own mappings need the call.
@@ -316,8 +313,8 @@ bool ProgramVmmSetAccess(Executor* ex, CUdeviceptr ptr, std::size_t bytes,
   // Other access (another device, read-only): a remap would lose it, so these pages stay put.
   for (auto it = Containing(reg, ptr); it != reg.maps.end() && it->first < ptr + bytes; ++it) {
     if (it->second.vh == nullptr) continue;
-    ex->engine->SetPinned(it->second.id, true);
-    ex->engine->FaultIn(it->second.id);
+    engine->SetPinned(it->second.id, true);
+    engine->FaultIn(it->second.id);
     if (it->second.state != nullptr) {
       it->second.state->flags.fetch_or(kNeverSwap, std::memory_order_relaxed);
     }

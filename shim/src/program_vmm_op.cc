@@ -3,7 +3,6 @@
 #include <utility>
 #include <vector>
 
-#include "executor.h"
 #include "log.h"
 #include "program_vmm.h"
 #include "program_vmm_registry.h"
@@ -12,8 +11,9 @@ namespace chameleon::shim {
 
 using namespace program_vmm;
 
-CUresult ProgramVmmBeforeOp(Executor& ex, CUstream stream, AllocationState* const* states,
-                            std::uint32_t n, const OpExtent* extents) {
+CUresult ProgramVmmBeforeOp(swap::SwapEngine& engine, CUstream stream,
+                            AllocationState* const* states, std::uint32_t n,
+                            const OpExtent* extents) {
   // Per thread, grown once: no allocation in steady state.
   thread_local std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
   thread_local std::vector<AllocationState*> touched;
@@ -65,13 +65,13 @@ CUresult ProgramVmmBeforeOp(Executor& ex, CUstream stream, AllocationState* cons
       const swap::AllocId id = IdOf(s);
       if (id != 0 && std::find(named.begin(), named.end(), id) == named.end()) reach.push_back(id);
     }
-    r = ex.engine->PrepareSpan(named.data(), named.size(), reach.data(), reach.size(), stream);
+    r = engine.PrepareSpan(named.data(), named.size(), reach.data(), reach.size(), stream);
     if (r != CUDA_SUCCESS) {
       Log(LogLevel::kWarn,
           "program VMM: an op's %zu tensors and %zu reachable pages cannot be made accessible "
           "(CUresult %d, limit %llu)",
           named.size(), reach.size(), static_cast<int>(r),
-          static_cast<unsigned long long>(ex.engine->device_limit()));
+          static_cast<unsigned long long>(engine.device_limit()));
     }
     for (AllocationState* s : touched) s->last_stream.store(sv, std::memory_order_relaxed);
     for (std::uint32_t i = 0; i < n; ++i)
@@ -81,7 +81,7 @@ CUresult ProgramVmmBeforeOp(Executor& ex, CUstream stream, AllocationState* cons
   for (AllocationState* s : touched) {
     if (s->last_stream.load(std::memory_order_relaxed) == sv) continue;
     s->last_stream.store(sv, std::memory_order_relaxed);
-    if (const swap::AllocId id = IdOf(s)) ex.engine->NoteUse(id, stream);
+    if (const swap::AllocId id = IdOf(s)) engine.NoteUse(id, stream);
   }
   return r;
 }

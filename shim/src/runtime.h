@@ -1,10 +1,6 @@
-// Process-wide state of the shim and its lazy, thread-safe initialisation.
-//
-// Every exported wrapper starts with Enter(symbol): one acquire load when initialised. The first
-// call initialises under a mutex (read the environment, open the real driver, register the fork
-// handlers); the client thread (daemon connection) starts on the first tracked call that is not a
-// cuGetProcAddress lookup, because cudart looks entry points up before cuInit and device facts
-// need an initialised driver.
+// Process-wide state of the shim: configuration, the real driver, the allocation table, kernel
+// tokens and telemetry, and the byte counters the tracker keeps. Initialising it, and starting the
+// daemon client and the executor, is init.h's job (the top layer, docs/shim.md "Layers").
 //
 // The Runtime object is never destroyed: CUDA calls made from other threads or atexit handlers
 // during process exit must still find it.
@@ -60,24 +56,26 @@ struct Runtime {
   std::atomic<std::int64_t> active_captures{0};
   /// Set by the client thread from SegmentHeader::control_flags (kControlDisabled).
   std::atomic<bool> daemon_disabled{false};
+  /// The second stage of initialisation ran (init.h, StartDaemonClient): the client thread is
+  /// started, or the process will have none (pass-through, CHAMELEON_TELEMETRY=0).
   std::atomic<bool> client_started{false};
+
+  /// fork: takes the slow-path locks in the parent (none may be held by another thread across
+  /// fork), releases them in the parent again afterwards.
+  void LockForFork();
+  void UnlockAfterFork();
+  /// In the child: releases those locks and forgets the parent's allocations, segment and
+  /// counters (the segment is MAP_SHARED: the child must never write into it).
+  void ResetInForkChild();
 };
 
 extern std::atomic<int> g_mode;
 extern Runtime* g_runtime;
 inline Runtime& GetRuntime() { return *g_runtime; }
-void InitSlow();
-void StartClientIfNeeded();
-
-/// Entry of every wrapper: counts the call and makes sure the shim is initialised.
-inline Runtime& Enter(SymbolId id) {
-  CountCall(id);
-  if (__builtin_expect(g_mode.load(std::memory_order_acquire) == 0, 0)) InitSlow();
-  return GetRuntime();
-}
 
 /// True when calls should be tracked (not CHAMELEON_DISABLE). The daemon's kControlDisabled
-/// stops op records (RecordingOps) but not allocation tracking, so its table stays right.
+/// stops op records (RecordingOps, op_path.h) but not allocation tracking, so its table stays
+/// right.
 inline bool Tracking(const Runtime&) {
   return g_mode.load(std::memory_order_relaxed) == static_cast<int>(Mode::kTracking);
 }

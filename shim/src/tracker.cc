@@ -1,7 +1,5 @@
 #include "tracker.h"
 
-#include "executor.h"
-
 #include <vector>
 
 namespace chameleon::shim {
@@ -114,7 +112,7 @@ bool TrackVmmRelease(Runtime& rt, CUmemGenericAllocationHandle handle, VmmHandle
 }
 
 void TrackVmmMap(Runtime& rt, std::uint64_t address, std::uint64_t bytes,
-                 CUmemGenericAllocationHandle handle) {
+                 CUmemGenericAllocationHandle handle, bool never_swap) {
   std::uint16_t device = 0;
   bool exported = false;
   {
@@ -128,8 +126,7 @@ void TrackVmmMap(Runtime& rt, std::uint64_t address, std::uint64_t bytes,
   // Physical bytes were counted at cuMemCreate; the mapping is the visible "tensor". A driver
   // handle's mapping stays the program's: tracked, never swapped while the executor is on
   // (virtual handles are mapped by ProgramVmmMap instead).
-  TrackAlloc(rt, address, bytes, ipc::AllocKind::kVmmMap, 0, device, false,
-             ExecutorIfOn() != nullptr ? 0 : -1);
+  TrackAlloc(rt, address, bytes, ipc::AllocKind::kVmmMap, 0, device, false, never_swap ? 0 : -1);
   if (exported) MarkNeverSwapAddress(rt, address);
 }
 
@@ -154,6 +151,26 @@ void MarkNeverSwapHandle(Runtime& rt, CUmemGenericAllocationHandle handle) {
   if (it != rt.vmm_handles.end()) it->second.exported = true;
   // A driver handle's mappings get the flag at cuMemMap time. Virtual handles (program_vmm.h)
   // never get here: they cannot be exported.
+}
+
+void VmmTracker::Created(CUmemGenericAllocationHandle handle, std::uint64_t bytes,
+                         std::uint16_t device) {
+  TrackVmmCreate(rt_, handle, bytes, device);
+}
+
+void VmmTracker::Released(CUmemGenericAllocationHandle handle) {
+  VmmHandle released;
+  TrackVmmRelease(rt_, handle, &released);
+}
+
+AllocationState* VmmTracker::Mapped(std::uint64_t address, std::uint64_t bytes,
+                                    std::uint16_t device) {
+  return TrackAlloc(rt_, address, bytes, ipc::AllocKind::kVmmMap, 0, device, false,
+                    /*swappable=*/1);
+}
+
+void VmmTracker::Unmapped(std::uint64_t address, std::uint64_t bytes) {
+  TrackVmmUnmap(rt_, address, bytes);
 }
 
 }  // namespace chameleon::shim

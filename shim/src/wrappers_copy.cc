@@ -24,7 +24,7 @@ using MemsetAsyncFn = CUresult (*)(CUdeviceptr, T, size_t, CUstream);
 // (kTokenCopyDtoD) differ only in the token they record.
 #define CHAMELEON_COPY_TOKEN(NAME, PT, TOKEN)                                                     \
   CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, CUdeviceptr src, size_t n)) {                         \
-    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    Runtime& rt = EnterTracked(kSym_##NAME);                                                             \
     CHAMELEON_REAL(rt, NAME, CopyFn);                                                             \
     if (!Tracking(rt)) return real(dst, src, n);                                                  \
     CopyOp op;                                                                                    \
@@ -35,7 +35,7 @@ using MemsetAsyncFn = CUresult (*)(CUdeviceptr, T, size_t, CUstream);
   }
 #define CHAMELEON_COPY_ASYNC_TOKEN(NAME, PT, TOKEN)                                               \
   CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)) {             \
-    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    Runtime& rt = EnterTracked(kSym_##NAME);                                                             \
     CHAMELEON_REAL(rt, NAME, CopyAsyncFn);                                                        \
     if (!Tracking(rt)) return real(dst, src, n, s);                                               \
     CopyOp op;                                                                                    \
@@ -48,7 +48,7 @@ using MemsetAsyncFn = CUresult (*)(CUdeviceptr, T, size_t, CUstream);
 #define CHAMELEON_COPY_ASYNC(NAME, PT) CHAMELEON_COPY_ASYNC_TOKEN(NAME, PT, 0)
 #define CHAMELEON_PEER(NAME, PT)                                                                  \
   CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n)) { \
-    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    Runtime& rt = EnterTracked(kSym_##NAME);                                                             \
     CHAMELEON_REAL(rt, NAME, PeerFn);                                                             \
     if (!Tracking(rt)) return real(dst, dc, src, sc, n);                                          \
     CopyOp op;                                                                                    \
@@ -59,7 +59,7 @@ using MemsetAsyncFn = CUresult (*)(CUdeviceptr, T, size_t, CUstream);
   }
 #define CHAMELEON_PEER_ASYNC(NAME, PT)                                                            \
   CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream s)) { \
-    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    Runtime& rt = EnterTracked(kSym_##NAME);                                                             \
     CHAMELEON_REAL(rt, NAME, PeerAsyncFn);                                                        \
     if (!Tracking(rt)) return real(dst, dc, src, sc, n, s);                                       \
     CopyOp op;                                                                                    \
@@ -70,7 +70,7 @@ using MemsetAsyncFn = CUresult (*)(CUdeviceptr, T, size_t, CUstream);
   }
 #define CHAMELEON_HTOD(NAME, PT)                                                                  \
   CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, const void* src, size_t n)) {                         \
-    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    Runtime& rt = EnterTracked(kSym_##NAME);                                                             \
     CHAMELEON_REAL(rt, NAME, HtoDFn);                                                             \
     if (!Tracking(rt)) return real(dst, src, n);                                                  \
     CopyOp op;                                                                                    \
@@ -81,7 +81,7 @@ using MemsetAsyncFn = CUresult (*)(CUdeviceptr, T, size_t, CUstream);
   }
 #define CHAMELEON_HTOD_ASYNC(NAME, PT)                                                            \
   CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, const void* src, size_t n, CUstream s)) {             \
-    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    Runtime& rt = EnterTracked(kSym_##NAME);                                                             \
     CHAMELEON_REAL(rt, NAME, HtoDAsyncFn);                                                        \
     if (!Tracking(rt)) return real(dst, src, n, s);                                               \
     CopyOp op;                                                                                    \
@@ -92,7 +92,7 @@ using MemsetAsyncFn = CUresult (*)(CUdeviceptr, T, size_t, CUstream);
   }
 #define CHAMELEON_DTOH(NAME, PT)                                                                  \
   CHAMELEON_WRAPPER(NAME, (void* dst, CUdeviceptr src, size_t n)) {                               \
-    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    Runtime& rt = EnterTracked(kSym_##NAME);                                                             \
     CHAMELEON_REAL(rt, NAME, DtoHFn);                                                             \
     if (!Tracking(rt)) return real(dst, src, n);                                                  \
     CopyOp op;                                                                                    \
@@ -103,7 +103,7 @@ using MemsetAsyncFn = CUresult (*)(CUdeviceptr, T, size_t, CUstream);
   }
 #define CHAMELEON_DTOH_ASYNC(NAME, PT)                                                            \
   CHAMELEON_WRAPPER(NAME, (void* dst, CUdeviceptr src, size_t n, CUstream s)) {                   \
-    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    Runtime& rt = EnterTracked(kSym_##NAME);                                                             \
     CHAMELEON_REAL(rt, NAME, DtoHAsyncFn);                                                        \
     if (!Tracking(rt)) return real(dst, src, n, s);                                               \
     CopyOp op;                                                                                    \
@@ -116,7 +116,7 @@ using MemsetAsyncFn = CUresult (*)(CUdeviceptr, T, size_t, CUstream);
 #define CHAMELEON_DTOD_ASYNC(NAME, PT) CHAMELEON_COPY_ASYNC_TOKEN(NAME, PT, ipc::kTokenCopyDtoD)
 #define CHAMELEON_MEMSET(NAME, T, PT)                                                             \
   CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, T value, size_t n)) {                                 \
-    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    Runtime& rt = EnterTracked(kSym_##NAME);                                                             \
     CHAMELEON_REAL(rt, NAME, MemsetFn<T>);                                                        \
     if (!Tracking(rt)) return real(dst, value, n);                                                \
     CopyOp op;                                                                                    \
@@ -127,7 +127,7 @@ using MemsetAsyncFn = CUresult (*)(CUdeviceptr, T, size_t, CUstream);
   }
 #define CHAMELEON_MEMSET_ASYNC(NAME, T, PT)                                                       \
   CHAMELEON_WRAPPER(NAME, (CUdeviceptr dst, T value, size_t n, CUstream s)) {                     \
-    Runtime& rt = Enter(kSym_##NAME);                                                             \
+    Runtime& rt = EnterTracked(kSym_##NAME);                                                             \
     CHAMELEON_REAL(rt, NAME, MemsetAsyncFn<T>);                                                   \
     if (!Tracking(rt)) return real(dst, value, n, s);                                             \
     CopyOp op;                                                                                    \

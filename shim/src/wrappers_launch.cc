@@ -1,5 +1,5 @@
 // Exported launch entry points (legacy and per-thread-default-stream flavours).
-#include "op_path.h"
+#include "wrapper_util.h"
 
 namespace chameleon::shim {
 namespace {
@@ -20,7 +20,7 @@ using namespace chameleon::shim;
   CHAMELEON_WRAPPER(                                                                           \
       NAME, (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,    \
              unsigned bz, unsigned shmem, CUstream s, void** params, void** extra)) {          \
-    Runtime& rt = Enter(kSym_##NAME);                                                          \
+    Runtime& rt = EnterTracked(kSym_##NAME);                                                   \
     CHAMELEON_REAL(rt, NAME, LaunchKernelFn);                                                  \
     if (!Tracking(rt)) return real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);        \
     LaunchOp op;                                                                               \
@@ -36,7 +36,7 @@ CHAMELEON_LAUNCH_KERNEL(cuLaunchKernel_ptsz, true)
 #define CHAMELEON_LAUNCH_EX(NAME, PER_THREAD)                                                    \
   CHAMELEON_WRAPPER(NAME,                                                                        \
                     (const CUlaunchConfig* config, CUfunction f, void** params, void** extra)) { \
-    Runtime& rt = Enter(kSym_##NAME);                                                            \
+    Runtime& rt = EnterTracked(kSym_##NAME);                                                     \
     CHAMELEON_REAL(rt, NAME, LaunchExFn);                                                        \
     if (!Tracking(rt) || config == nullptr) return real(config, f, params, extra);               \
     LaunchOp op;                                                                                 \
@@ -53,7 +53,7 @@ CHAMELEON_LAUNCH_EX(cuLaunchKernelEx_ptsz, true)
 #define CHAMELEON_LAUNCH_COOP(NAME, PER_THREAD)                                                    \
   CHAMELEON_WRAPPER(NAME, (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,       \
                            unsigned by, unsigned bz, unsigned shmem, CUstream s, void** params)) { \
-    Runtime& rt = Enter(kSym_##NAME);                                                              \
+    Runtime& rt = EnterTracked(kSym_##NAME);                                                       \
     CHAMELEON_REAL(rt, NAME, LaunchCoopFn);                                                        \
     if (!Tracking(rt)) return real(f, gx, gy, gz, bx, by, bz, shmem, s, params);                   \
     LaunchOp op;                                                                                   \
@@ -68,7 +68,7 @@ CHAMELEON_LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz, true)
 
 #define CHAMELEON_GRAPH_LAUNCH(NAME, PER_THREAD)                                  \
   CHAMELEON_WRAPPER(NAME, (CUgraphExec graph, CUstream s)) {                      \
-    Runtime& rt = Enter(kSym_##NAME);                                             \
+    Runtime& rt = EnterTracked(kSym_##NAME);                                      \
     CHAMELEON_REAL(rt, NAME, GraphLaunchFn);                                      \
     if (!Tracking(rt)) return real(graph, s);                                     \
     PendingOp op;                                                                 \

@@ -57,17 +57,28 @@ CUresult PassThroughAlloc(Executor* ex, std::uint64_t bytes, Call&& call) {
   return r;
 }
 
+/// An allocation the executor serves, tracked like the driver's (kind/stream as the wrapper would
+/// record).
+CUresult ExecutorAlloc(Runtime& rt, Executor& ex, CUdeviceptr* dptr, std::uint64_t bytes,
+                       CUstream stream, ipc::AllocKind kind, std::uint64_t stream_value) {
+  swap::AllocId id = 0;
+  const CUresult r = ExecutorAllocate(ex, dptr, bytes, stream, &id);
+  if (r != CUDA_SUCCESS) return r;
+  AllocationState* s = TrackAlloc(rt, *dptr, bytes, kind, stream_value,
+                                  static_cast<std::uint16_t>(ex.device), true, /*swappable=*/1);
+  ExecutorAttach(ex, id, s, stream_value);
+  return CUDA_SUCCESS;
+}
+
 template <typename Call>
 CUresult AllocCommon(Runtime& rt, CUdeviceptr* dptr, std::uint64_t bytes, CUstream stream,
                      ipc::AllocKind kind, std::uint64_t stream_value, Call&& real_call) {
   Executor* ex = DecideExecutor(rt);
-  if (ex != nullptr && dptr != nullptr && ExecutorServes(rt, *ex, bytes)) {
-    return ExecutorAllocate(rt, *ex, dptr, bytes, stream, static_cast<std::uint8_t>(kind),
-                            stream_value);
+  if (ex != nullptr && dptr != nullptr && ExecutorServes(*ex, CurrentDevice(rt), bytes)) {
+    return ExecutorAlloc(rt, *ex, dptr, bytes, stream, kind, stream_value);
   }
   const CUresult r = PassThroughAlloc(ex, bytes, real_call);
   if (r == CUDA_SUCCESS && dptr != nullptr) {
-    RecordingOps(rt);  // starts the daemon client on the first tracked call
     const std::uint16_t device = CurrentDevice(rt);
     if (TrackAlloc(rt, *dptr, bytes, kind, stream_value, device, true, ex != nullptr ? 0 : -1) &&
         ex != nullptr) {
@@ -84,7 +95,8 @@ CUresult FreeCommon(Runtime& rt, CUdeviceptr dptr, CUstream stream, std::uint64_
   Executor* ex = ExecutorIfOn();
   PassthroughFree passthrough;
   CUresult result = CUDA_SUCCESS;
-  if (ex != nullptr && ExecutorFree(rt, *ex, dptr, stream, stream_value, &result, &passthrough)) {
+  if (ex != nullptr && ExecutorFree(*ex, dptr, stream, &result, &passthrough)) {
+    TrackFree(rt, dptr, stream_value, true);
     return result;
   }
   const CUresult r = real_call();
@@ -100,7 +112,7 @@ CUresult FreeCommon(Runtime& rt, CUdeviceptr dptr, CUstream stream, std::uint64_
 }  // namespace
 
 CHAMELEON_WRAPPER(cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytes)) {
-  Runtime& rt = Enter(kSym_cuMemAlloc_v2);
+  Runtime& rt = EnterTracked(kSym_cuMemAlloc_v2);
   CHAMELEON_REAL(rt, cuMemAlloc_v2, AllocFn);
   if (!Tracking(rt)) return real(dptr, bytes);
   return AllocCommon(rt, dptr, bytes, nullptr, ipc::AllocKind::kPlain, 0,
@@ -109,7 +121,7 @@ CHAMELEON_WRAPPER(cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytes)) {
 
 CHAMELEON_WRAPPER(cuMemAllocPitch_v2, (CUdeviceptr * dptr, size_t* pitch, size_t width,
                                        size_t height, unsigned int element_bytes)) {
-  Runtime& rt = Enter(kSym_cuMemAllocPitch_v2);
+  Runtime& rt = EnterTracked(kSym_cuMemAllocPitch_v2);
   CHAMELEON_REAL(rt, cuMemAllocPitch_v2, AllocPitchFn);
   if (!Tracking(rt)) return real(dptr, pitch, width, height, element_bytes);
   Executor* ex = DecideExecutor(rt);
@@ -117,9 +129,9 @@ CHAMELEON_WRAPPER(cuMemAllocPitch_v2, (CUdeviceptr * dptr, size_t* pitch, size_t
                      (element_bytes == 4 || element_bytes == 8 || element_bytes == 16);
   // Rows aligned to 512 bytes, as drivers do; invalid arguments get the driver's own error.
   const std::uint64_t row = (static_cast<std::uint64_t>(width) + 511) / 512 * 512;
-  if (ex != nullptr && valid && ExecutorServes(rt, *ex, row * height)) {
-    const CUresult r = ExecutorAllocate(rt, *ex, dptr, row * height, nullptr,
-                                        static_cast<std::uint8_t>(ipc::AllocKind::kPlain), 0);
+  if (ex != nullptr && valid && ExecutorServes(*ex, CurrentDevice(rt), row * height)) {
+    const CUresult r =
+        ExecutorAlloc(rt, *ex, dptr, row * height, nullptr, ipc::AllocKind::kPlain, 0);
     if (r == CUDA_SUCCESS) *pitch = row;
     return r;
   }
@@ -128,7 +140,6 @@ CHAMELEON_WRAPPER(cuMemAllocPitch_v2, (CUdeviceptr * dptr, size_t* pitch, size_t
     return real(dptr, pitch, width, height, element_bytes);
   });
   if (r == CUDA_SUCCESS && dptr != nullptr && pitch != nullptr) {
-    RecordingOps(rt);
     const std::uint16_t device = CurrentDevice(rt);
     if (TrackAlloc(rt, *dptr, *pitch * height, ipc::AllocKind::kPlain, 0, device, true,
                    ex != nullptr ? 0 : -1) &&
@@ -151,7 +162,7 @@ CHAMELEON_WRAPPER(cuMemFree_v2, (CUdeviceptr dptr)) {
 
 #define CHAMELEON_ALLOC_ASYNC(NAME, PT)                                                 \
   CHAMELEON_WRAPPER(NAME, (CUdeviceptr * dptr, size_t bytes, CUstream s)) {             \
-    Runtime& rt = Enter(kSym_##NAME);                                                   \
+    Runtime& rt = EnterTracked(kSym_##NAME);                                            \
     CHAMELEON_REAL(rt, NAME, AllocAsyncFn);                                             \
     if (!Tracking(rt)) return real(dptr, bytes, s);                                     \
     return AllocCommon(rt, dptr, bytes, EffectiveStream(s, PT), ipc::AllocKind::kAsync, \
@@ -164,7 +175,7 @@ CHAMELEON_ALLOC_ASYNC(cuMemAllocAsync_ptsz, true)
 // comes from its chunks, not from `pool`.
 #define CHAMELEON_ALLOC_POOL(NAME, PT)                                                         \
   CHAMELEON_WRAPPER(NAME, (CUdeviceptr * dptr, size_t bytes, CUmemoryPool pool, CUstream s)) { \
-    Runtime& rt = Enter(kSym_##NAME);                                                          \
+    Runtime& rt = EnterTracked(kSym_##NAME);                                                   \
     CHAMELEON_REAL(rt, NAME, AllocPoolFn);                                                     \
     if (!Tracking(rt)) return real(dptr, bytes, pool, s);                                      \
     return AllocCommon(rt, dptr, bytes, EffectiveStream(s, PT), ipc::AllocKind::kAsync,        \
@@ -186,7 +197,7 @@ CHAMELEON_FREE_ASYNC(cuMemFreeAsync_ptsz, true)
 
 CHAMELEON_WRAPPER(cuMemCreate, (CUmemGenericAllocationHandle * handle, size_t bytes,
                                 const CUmemAllocationProp* prop, unsigned long long flags)) {
-  Runtime& rt = Enter(kSym_cuMemCreate);
+  Runtime& rt = EnterTracked(kSym_cuMemCreate);
   CHAMELEON_REAL(rt, cuMemCreate, CreateFn);
   if (!Tracking(rt)) return real(handle, bytes, prop, flags);
   const bool on_device = prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
@@ -194,16 +205,17 @@ CHAMELEON_WRAPPER(cuMemCreate, (CUmemGenericAllocationHandle * handle, size_t by
   const std::uint16_t device = on_device ? static_cast<std::uint16_t>(prop->location.id) : 0;
   Executor* ex = on_device ? DecideExecutor(rt) : nullptr;
   if (ex != nullptr && device != ex->device) ex = nullptr;
+  VmmTracker book(rt);
   // A handle the executor can serve is virtual (program_vmm.h): memory only once mapped.
   if (CUresult virtual_result;
-      ex != nullptr && ProgramVmmCreate(rt, *ex, handle, bytes, prop, flags, &virtual_result)) {
+      ex != nullptr && ProgramVmmCreate(*ex->engine, ex->device, book, handle, bytes, prop, flags,
+                                        &virtual_result)) {
     return virtual_result;
   }
   // Any other handle is the program's own physical memory: never swapped, but counted against
   // the limit.
   const CUresult r = PassThroughAlloc(ex, bytes, [&] { return real(handle, bytes, prop, flags); });
   if (r == CUDA_SUCCESS && handle != nullptr) {
-    RecordingOps(rt);
     if (on_device) {
       TrackVmmCreate(rt, *handle, bytes, device);
       if (ex != nullptr) ExecutorPassthrough(*ex, device, bytes, true);
@@ -215,15 +227,19 @@ CHAMELEON_WRAPPER(cuMemCreate, (CUmemGenericAllocationHandle * handle, size_t by
 CHAMELEON_WRAPPER(cuMemRelease, (CUmemGenericAllocationHandle handle)) {
   Runtime& rt = Enter(kSym_cuMemRelease);
   CHAMELEON_REAL(rt, cuMemRelease, ReleaseFn);
-  if (CUresult virtual_result; Tracking(rt) && ProgramVmmRelease(rt, handle, &virtual_result)) {
+  VmmTracker book(rt);
+  Executor* const ex = ExecutorIfOn();
+  if (CUresult virtual_result;
+      Tracking(rt) && ProgramVmmRelease(ex != nullptr ? ex->engine.get() : nullptr, book, handle,
+                                        &virtual_result)) {
     return virtual_result;
   }
   const CUresult r = real(handle);
   if (r == CUDA_SUCCESS && Tracking(rt)) {
     VmmHandle released;
     if (TrackVmmRelease(rt, handle, &released)) {
-      if (Executor* ex = ExecutorIfOn()) {
-        ExecutorPassthrough(*ex, released.device, released.bytes, false);
+      if (Executor* on = ExecutorIfOn()) {
+        ExecutorPassthrough(*on, released.device, released.bytes, false);
       }
     }
   }
@@ -232,18 +248,19 @@ CHAMELEON_WRAPPER(cuMemRelease, (CUmemGenericAllocationHandle handle)) {
 
 CHAMELEON_WRAPPER(cuMemMap, (CUdeviceptr ptr, size_t bytes, size_t offset,
                              CUmemGenericAllocationHandle handle, unsigned long long flags)) {
-  Runtime& rt = Enter(kSym_cuMemMap);
+  Runtime& rt = EnterTracked(kSym_cuMemMap);
   CHAMELEON_REAL(rt, cuMemMap, MapFn);
   if (!Tracking(rt)) return real(ptr, bytes, offset, handle, flags);
-  if (CUresult virtual_result;
-      ProgramVmmMap(rt, ExecutorIfOn(), ptr, bytes, offset, handle, flags, &virtual_result)) {
+  Executor* const ex = ExecutorIfOn();
+  VmmTracker book(rt);
+  if (CUresult virtual_result; ProgramVmmMap(ex != nullptr ? ex->engine.get() : nullptr, book, ptr,
+                                             bytes, offset, handle, flags, &virtual_result)) {
     return virtual_result;
   }
   if (const CUresult e = ProgramVmmCheckRealMap(ptr, bytes); e != CUDA_SUCCESS) return e;
   const CUresult r = real(ptr, bytes, offset, handle, flags);
   if (r == CUDA_SUCCESS) {
-    RecordingOps(rt);
-    TrackVmmMap(rt, ptr, bytes, handle);
+    TrackVmmMap(rt, ptr, bytes, handle, /*never_swap=*/ExecutorIfOn() != nullptr);
     ProgramVmmNoteRealMap(ptr, bytes);
   }
   return r;
@@ -253,8 +270,10 @@ CHAMELEON_WRAPPER(cuMemUnmap, (CUdeviceptr ptr, size_t bytes)) {
   Runtime& rt = Enter(kSym_cuMemUnmap);
   CHAMELEON_REAL(rt, cuMemUnmap, UnmapFn);
   if (!Tracking(rt)) return real(ptr, bytes);
-  if (CUresult virtual_result;
-      ProgramVmmUnmap(rt, ExecutorIfOn(), ptr, bytes, real, &virtual_result)) {
+  Executor* const ex = ExecutorIfOn();
+  VmmTracker book(rt);
+  if (CUresult virtual_result; ProgramVmmUnmap(ex != nullptr ? ex->engine.get() : nullptr, book,
+                                               ptr, bytes, real, &virtual_result)) {
     return virtual_result;
   }
   const CUresult r = real(ptr, bytes);
@@ -285,7 +304,7 @@ CHAMELEON_WRAPPER(cuMemAddressFree, (CUdeviceptr ptr, size_t bytes)) {
 // Under the executor the program sees its limit, not the device: total = limit, free = limit
 // minus executor chunks in use and passed-through bytes.
 CHAMELEON_WRAPPER(cuMemGetInfo_v2, (size_t * free_bytes, size_t* total_bytes)) {
-  Runtime& rt = Enter(kSym_cuMemGetInfo_v2);
+  Runtime& rt = EnterTracked(kSym_cuMemGetInfo_v2);
   CHAMELEON_REAL(rt, cuMemGetInfo_v2, GetInfoFn);
   const CUresult r = real(free_bytes, total_bytes);
   if (r != CUDA_SUCCESS || !Tracking(rt)) return r;
@@ -299,7 +318,7 @@ CHAMELEON_WRAPPER(cuIpcGetMemHandle, (CUipcMemHandle * handle, CUdeviceptr dptr)
   Runtime& rt = Enter(kSym_cuIpcGetMemHandle);
   CHAMELEON_REAL(rt, cuIpcGetMemHandle, IpcGetFn);
   if (Tracking(rt)) {
-    if (Executor* ex = ExecutorIfOn()) ExecutorPin(rt, *ex, dptr);
+    if (Executor* ex = ExecutorIfOn()) ExecutorPin(*ex, dptr);
   }
   const CUresult r = real(handle, dptr);
   if (r == CUDA_SUCCESS && Tracking(rt)) MarkNeverSwapAddress(rt, dptr);
@@ -324,8 +343,11 @@ CHAMELEON_WRAPPER(cuMemSetAccess,
                   (CUdeviceptr ptr, size_t bytes, const CUmemAccessDesc* desc, size_t count)) {
   Runtime& rt = Enter(kSym_cuMemSetAccess);
   CHAMELEON_REAL(rt, cuMemSetAccess, SetAccessFn);
-  if (CUresult virtual_result; Tracking(rt) && ProgramVmmSetAccess(ExecutorIfOn(), ptr, bytes, desc,
-                                                                   count, real, &virtual_result)) {
+  Executor* const ex = ExecutorIfOn();
+  if (CUresult virtual_result;
+      Tracking(rt) && ProgramVmmSetAccess(ex != nullptr ? ex->engine.get() : nullptr,
+                                          ex != nullptr ? ex->device : 0, ptr, bytes, desc, count,
+                                          real, &virtual_result)) {
     return virtual_result;
   }
   return real(ptr, bytes, desc, count);

@@ -17,7 +17,7 @@ using EndFn = CUresult (*)(CUstream, CUgraph*);
 
 #define CHAMELEON_STREAM_SYNC(NAME, PT)                           \
   CHAMELEON_WRAPPER(NAME, (CUstream s)) {                         \
-    Runtime& rt = Enter(kSym_##NAME);                             \
+    Runtime& rt = EnterTracked(kSym_##NAME);                      \
     CHAMELEON_REAL(rt, NAME, StreamSyncFn);                       \
     const CUresult r = real(s);                                   \
     if (r == CUDA_SUCCESS && Tracking(rt))                        \
@@ -28,7 +28,7 @@ CHAMELEON_STREAM_SYNC(cuStreamSynchronize, false)
 CHAMELEON_STREAM_SYNC(cuStreamSynchronize_ptsz, true)
 
 CHAMELEON_WRAPPER(cuCtxSynchronize, ()) {
-  Runtime& rt = Enter(kSym_cuCtxSynchronize);
+  Runtime& rt = EnterTracked(kSym_cuCtxSynchronize);
   CHAMELEON_REAL(rt, cuCtxSynchronize, CtxSyncFn);
   const CUresult r = real();
   if (r == CUDA_SUCCESS && Tracking(rt)) OnSync(rt, ipc::SyncKind::kContext, nullptr);
@@ -37,7 +37,7 @@ CHAMELEON_WRAPPER(cuCtxSynchronize, ()) {
 
 // CUDA 13: synchronises a given context (null = current).
 CHAMELEON_WRAPPER(cuCtxSynchronize_v2, (CUcontext ctx)) {
-  Runtime& rt = Enter(kSym_cuCtxSynchronize_v2);
+  Runtime& rt = EnterTracked(kSym_cuCtxSynchronize_v2);
   CHAMELEON_REAL(rt, cuCtxSynchronize_v2, CtxSyncV2Fn);
   const CUresult r = real(ctx);
   if (r == CUDA_SUCCESS && Tracking(rt)) OnSync(rt, ipc::SyncKind::kContext, nullptr);

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "api.h"
+#include "init.h"
 
 using namespace chameleon::simgpu;
 

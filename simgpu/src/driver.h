@@ -102,8 +102,9 @@ struct Driver {
 
 /// The driver, or null before a successful cuInit.
 Driver* TheDriver();
-/// cuInit's work; idempotent and thread-safe.
-CUresult InitDriver();
+/// Makes `driver` the process's driver (init.h, once per process) with the host clock's per-call
+/// cost.
+void InstallDriver(Driver* driver, std::uint64_t host_call_ns);
 VirtualClock& HostClock();
 std::uint64_t HostCallNs();
 
@@ -115,12 +116,6 @@ CUresult CurrentContext(Context** out);
 CUresult GetDevice(CUdevice dev, Device** out);
 /// Validates a context handle (null = current).
 CUresult CheckContext(CUcontext ctx, Context** out);
-
-/// Waits until every stream of every context is idle (cuMemFree / cuMemUnmap semantics), then
-/// raises the host clock to the device frontier.
-void SynchronizeAll();
-/// Waits for every stream of `ctx`; returns the context's sticky error.
-CUresult SynchronizeContext(Context* ctx);
 
 void AddPinned(std::uint64_t bytes);
 void SubPinned(std::uint64_t bytes);

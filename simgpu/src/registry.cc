@@ -2,7 +2,7 @@
 
 #include <mutex>
 
-#include "vmm.h"
+#include "reservation.h"
 
 namespace chameleon::simgpu {
 

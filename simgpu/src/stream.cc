@@ -304,4 +304,20 @@ Event* AsEvent(CUevent h) {
   return e;
 }
 
+CUresult SynchronizeContext(Context* ctx) {
+  std::vector<std::shared_ptr<Stream>> streams;
+  {
+    std::lock_guard lock(ctx->mu);
+    streams = ctx->streams;
+  }
+  for (auto& s : streams) s->Synchronize();
+  return ctx->Sticky();
+}
+
+void SynchronizeAll() {
+  Driver* d = TheDriver();
+  if (!d) return;
+  for (auto& dev : d->devices) SynchronizeContext(dev->primary);
+}
+
 }  // namespace chameleon::simgpu

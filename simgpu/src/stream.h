@@ -143,4 +143,10 @@ void DeleteEvent(Event* e);
 /// Validates an event handle.
 Event* AsEvent(CUevent h);
 
+/// Waits until every stream of every context is idle (cuMemFree / cuMemUnmap semantics), then
+/// raises the host clock to the device frontier.
+void SynchronizeAll();
+/// Waits for every stream of `ctx`; returns the context's sticky error.
+CUresult SynchronizeContext(Context* ctx);
+
 }  // namespace chameleon::simgpu

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "driver.h"
+#include "stream.h"
 
 namespace chameleon::simgpu {
 namespace {
@@ -57,15 +58,6 @@ void ParseMemfdName(int fd, Chunk* c) {
 }
 
 }  // namespace
-
-Location Reservation::LocationAt(std::size_t offset) {
-  std::lock_guard lock(mu);
-  auto it = maps.upper_bound(offset);
-  if (it == maps.begin()) return {};
-  --it;
-  if (offset - it->first >= it->second.size) return {};
-  return Location{true, it->second.chunk->host, it->second.chunk->device};
-}
 
 // Handles are plain integers to the caller, so they are checked against the set of chunks ever
 // created before being dereferenced.

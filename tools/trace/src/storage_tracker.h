@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
-#include "chameleon/trace/workload.h"
+#include "chameleon/trace/storage_instance.h"
+#include "chameleon/trace/trace.h"
 
 namespace chameleon::trace::detail {
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "chameleon/policy/profile.h"
+#include "chameleon/trace/storage_instance.h"
 #include "chameleon/trace/trace.h"
 
 namespace chameleon::trace {
@@ -26,17 +27,6 @@ struct WorkOp {
   std::int64_t duration_ns = -1;      ///< recorded device time (Kineto), -1 when unknown
   std::string device_name;            ///< its longest recorded device event's name (Kineto)
   std::uint64_t tensor_bytes = 0;  ///< bytes of the CUDA tensors it reads and writes (cost model)
-};
-
-/// One lifetime of one CUDA storage id. A storage id that is re-created by an allocating op
-/// after its previous lifetime ended starts a new instance.
-struct StorageInstance {
-  std::uint64_t storage_id = 0;
-  std::uint64_t bytes = 0;      ///< largest extent of the tensors that view it
-  std::int64_t create_op = -1;  ///< allocated just before this op; -1: exists before the trace
-  std::int64_t first_use = -1;  ///< first op reading or writing it (-1: none)
-  std::int64_t last_use = -1;   ///< last op reading or writing it (-1: none)
-  bool persistent = false;      ///< lives across iterations (see docs/replay.md)
 };
 
 /// One iteration: ops [first_op, end_op).

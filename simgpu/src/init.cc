@@ -1,0 +1,111 @@
+#include "init.h"
+
+#include <pthread.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "call_counter.h"
+#include "driver.h"
+#include "fault_guard.h"
+#include "stream.h"
+
+namespace chameleon::simgpu {
+namespace {
+
+void ReportAtExit() {
+  Driver* d = TheDriver();
+  if (!d) return;
+  for (auto& dev : d->devices) {
+    std::fprintf(stderr,
+                 "simgpu: device %d physical peak %llu bytes (capacity %llu), virtual %llu ns\n",
+                 dev->ordinal, static_cast<unsigned long long>(dev->peak.load()),
+                 static_cast<unsigned long long>(dev->capacity),
+                 static_cast<unsigned long long>(dev->frontier.Now()));
+  }
+  std::fprintf(stderr, "simgpu: pinned host peak %llu bytes, host virtual %llu ns\n",
+               static_cast<unsigned long long>(d->pinned_peak.load()),
+               static_cast<unsigned long long>(HostClock().Now()));
+}
+
+// fork(): lock order fault handler -> counters -> registry -> contexts -> their streams, as
+// everywhere else (workers install the fault handler before taking any other lock).
+std::vector<std::shared_ptr<Stream>>* g_fork_streams = nullptr;
+
+void ForkPrepare() {
+  Driver* d = TheDriver();
+  LockFaultHandlerForFork();
+  detail::LockCountersForFork();
+  d->registry.LockForFork();
+  g_fork_streams = new std::vector<std::shared_ptr<Stream>>;
+  for (auto& dev : d->devices) {
+    dev->primary->mu.lock();
+    for (auto& s : dev->primary->streams) g_fork_streams->push_back(s);
+  }
+  for (auto& s : *g_fork_streams) s->LockForFork();
+}
+
+void ForkRelease(bool child) {
+  Driver* d = TheDriver();
+  for (auto& s : *g_fork_streams) {
+    if (child) s->ResetInForkChild();
+    s->UnlockAfterFork();
+  }
+  delete g_fork_streams;
+  g_fork_streams = nullptr;
+  for (auto& dev : d->devices) dev->primary->mu.unlock();
+  if (child) {
+    d->registry.ResetLockInForkChild();
+  } else {
+    d->registry.UnlockAfterFork();
+  }
+  detail::UnlockCountersAfterFork();
+  UnlockFaultHandlerAfterFork();
+}
+
+void ForkParent() { ForkRelease(false); }
+void ForkChild() { ForkRelease(true); }
+
+Driver* Build(const Config& cfg) {
+  auto* d = new Driver;
+  d->config = cfg;
+  for (int i = 0; i < cfg.device_count; ++i) {
+    auto dev = std::make_unique<Device>();
+    dev->ordinal = i;
+    dev->capacity = cfg.memory_bytes[static_cast<std::size_t>(i)];
+    dev->peer_out = std::make_unique<Link[]>(static_cast<std::size_t>(cfg.device_count));
+    auto* ctx = new Context;
+    ctx->device = dev.get();
+    ctx->legacy = std::make_shared<Stream>(ctx, 0u, 0, Stream::Role::kLegacy);
+    ctx->streams.push_back(ctx->legacy);
+    dev->primary = ctx;
+    d->devices.push_back(std::move(dev));
+  }
+  return d;
+}
+
+}  // namespace
+
+CUresult InitDriver() {
+  static std::once_flag once;
+  static CUresult result = CUDA_SUCCESS;
+  std::call_once(once, [] {
+    Config cfg;
+    std::string error = LoadConfig(&cfg);
+    if (!error.empty()) {
+      std::fprintf(stderr, "simgpu: cuInit failed: %s\n", error.c_str());
+      result = CUDA_ERROR_INVALID_VALUE;
+      return;
+    }
+    InstallDriver(Build(cfg), cfg.host_call_ns);
+    pthread_atfork(ForkPrepare, ForkParent, ForkChild);
+    if (cfg.report) std::atexit(ReportAtExit);
+  });
+  return result;
+}
+
+}  // namespace chameleon::simgpu

@@ -1,0 +1,53 @@
+// The objects of simulated VMM (vmm.h): physical chunks, reservations and what an offset of a
+// reservation points to. Apart from vmm.h so that the address registry (registry.h), which the
+// driver state holds, can classify an address inside a reservation without depending on the VMM
+// calls, which depend on the driver state.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+namespace chameleon::simgpu {
+
+inline constexpr std::size_t kVmmGranularity = 2u << 20;  // 2 MiB, as on current GPUs
+inline constexpr std::uint32_t kChunkMagic = 0x4b4e4843u;
+
+/// Physical memory behind a CUmemGenericAllocationHandle. Thread-safe via atomics + mu.
+struct Chunk {
+  std::atomic<std::uint32_t> magic{kChunkMagic};
+  int fd = -1;
+  std::size_t size = 0;
+  bool host = false;          ///< CU_MEM_LOCATION_TYPE_HOST(_NUMA): pinned host memory
+  int device = -1;            ///< device ordinal (or NUMA id when host)
+  std::uint64_t charged = 0;  ///< device bytes charged (0 for imported or host chunks)
+  CUmemAllocationProp prop{};
+  std::atomic<int> refs{1};  ///< the handle + one per mapping
+};
+
+/// Where an offset of a reservation points.
+struct Location {
+  bool mapped = false;
+  bool host = false;
+  int device = -1;
+};
+
+/// A cuMemAddressReserve range. Thread-safe (mu guards `maps`).
+struct Reservation {
+  std::uintptr_t base = 0;
+  std::size_t size = 0;
+  struct Mapping {
+    std::size_t size;
+    Chunk* chunk;
+  };
+  std::mutex mu;
+  std::map<std::size_t, Mapping> maps;  ///< by offset
+
+  Location LocationAt(std::size_t offset);
+};
+
+}  // namespace chameleon::simgpu
