@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "child_process.h"
+#include "support/wait_for.h"
 #include "test_env.h"
 
 namespace shim_test {
@@ -153,13 +154,12 @@ TEST(ExecutorDaemonTest, PoliciesFromTheDaemonReplaceSafetyNetFaults) {
   ASSERT_TRUE(daemon.Start({CHAMELEON_DAEMON, "--config", "", "--socket", socket,
                             "--metrics-listen", "", "--log-level", "warn"},
                            {{"LD_PRELOAD", ""}}));
-  // Polling with a deadline: another process creates the socket.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  // Another process creates the socket.
   struct stat st {};
-  while (::stat(socket.c_str(), &st) != 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ASSERT_EQ(::stat(socket.c_str(), &st), 0) << "chameleond did not start";
+  ASSERT_TRUE(chameleon::test_support::WaitFor([&] { return ::stat(socket.c_str(), &st) == 0; },
+                                               std::chrono::seconds(20),
+                                               std::chrono::milliseconds(5)))
+      << "chameleond did not start";
 
   const Result policy = RunCaptured(TrainerArgs("tensor", kSteps), LimitEnv(quarter, socket));
   auto off_env = LimitEnv(quarter, socket);

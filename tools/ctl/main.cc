@@ -7,7 +7,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "chameleon/daemon/control_client.h"
+#include "chameleon/control/control_client.h"
 #include "chameleon/ipc/constants.h"
 #include "client_view.h"
 #include "table.h"
@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
       command == "enable") {
     request["id"] = id;
   }
-  json reply = chameleon::daemon::ControlRequest(socket, request);
+  json reply = chameleon::control::ControlRequest(socket, request);
   const bool ok = reply.value("ok", false);
   if (ok && command == "dump-profile") {
     std::ofstream out(file);
