@@ -47,9 +47,8 @@ void PrintText(const std::string& command, const json& reply) {
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+/// The whole command; main() only turns an exception (a reply of an unexpected shape) into exit 1.
+int Run(int argc, char** argv) {
   std::string socket = chameleon::ipc::kDefaultSocketPath;
   bool as_json = false;
   std::uint32_t id = 0;
@@ -111,4 +110,15 @@ int main(int argc, char** argv) {
     PrintText(command, reply);
   }
   return reply.value("ok", false) ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "chameleonctl: " << e.what() << '\n';
+    return 1;
+  }
 }
