@@ -94,7 +94,7 @@ BENCHMARK(BM_Match_Synthetic)->Arg(100'000)->Unit(benchmark::kMillisecond);
 #ifdef CHAMELEON_POLICY_BENCH_TRACES
 const Profile& ResNet() {
   static const Profile p =
-      trace::ProfileFromTraceFile(CHAMELEON_SHARED_DIR "/traces/resnet_1gpu_et.json.gz");
+      trace::ProfileFromTraceFile(CHAMELEON_TRACES_DIR "/resnet_1gpu_et.json.gz");
   return p;
 }
 

@@ -97,6 +97,7 @@ std::vector<Candidate> FindCandidates(std::span<const std::uint32_t> tokens, std
 /// Periods ordered by how many candidates vote for them (ties: the shorter period first).
 std::vector<std::uint64_t> RankPeriods(std::vector<Candidate>& candidates, double tolerance) {
   std::vector<std::uint64_t> sorted;
+  sorted.reserve(candidates.size());
   for (const Candidate& c : candidates) sorted.push_back(c.period);
   std::sort(sorted.begin(), sorted.end());
   std::vector<std::pair<std::size_t, std::uint64_t>> votes;  // (votes, period)
@@ -112,6 +113,7 @@ std::vector<std::uint64_t> RankPeriods(std::vector<Candidate>& candidates, doubl
   std::stable_sort(votes.begin(), votes.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<std::uint64_t> periods;
+  periods.reserve(votes.size());
   for (const auto& v : votes) periods.push_back(v.second);
   return periods;
 }

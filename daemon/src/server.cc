@@ -301,7 +301,9 @@ void DaemonImpl::StartDetection(Connection* conn, std::uint64_t now_ns) {
   job->tokens = conn->session->TakeDetectionSnapshot(now_ns);
   job->options = options_.detection;
   job->req.data = job.get();
-  if (uv_queue_work(&loop_, &job->req, Jobs::Detect, Jobs::Detected) == 0) job.release();
+  if (uv_queue_work(&loop_, &job->req, Jobs::Detect, Jobs::Detected) == 0) {
+    (void)job.release();  // the loop owns it until Jobs::Detected
+  }
 }
 
 void DaemonImpl::StartGeneration(Connection* conn) {
@@ -312,7 +314,9 @@ void DaemonImpl::StartGeneration(Connection* conn) {
   job->profile = std::move(profile);
   job->options = options;
   job->req.data = job.get();
-  if (uv_queue_work(&loop_, &job->req, Jobs::Generate, Jobs::Generated) == 0) job.release();
+  if (uv_queue_work(&loop_, &job->req, Jobs::Generate, Jobs::Generated) == 0) {
+    (void)job.release();  // the loop owns it until Jobs::Generated
+  }
 }
 
 int DaemonImpl::AllocateSlot() {

@@ -13,7 +13,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "chameleon/daemon/control_client.h"
+#include "chameleon/control/control_client.h"
 #include "chameleon/daemon/service_flags.h"
 #include "chameleon/daemon/systemd_notify.h"
 
@@ -54,7 +54,7 @@ ServiceSupervisor::ServiceSupervisor(std::vector<std::string> args, ServiceConfi
     const std::string socket = config_.daemon.socket_path;
     // The loop must answer well within the ping period; a slow answer counts as a hang.
     hooks_.loop_alive = [socket] {
-      return ControlRequest(socket, {{"command", "status"}}, 2000).value("ok", false);
+      return control::ControlRequest(socket, {{"command", "status"}}, 2000).value("ok", false);
     };
   }
 }

@@ -93,8 +93,11 @@ std::vector<std::int32_t> Matcher::Match(const std::vector<TensorFeatures>& curr
   // neighbour's reference key.
   const auto by_size = [](const TensorFeatures& f) { return f.bytes; };
   const auto ref_sizes = GroupBy(reference_, by_size);
-  for (const auto& [bytes, members] : GroupBy(current, by_size)) {
-    const auto it = ref_sizes.find(bytes);
+  for (const auto& group : GroupBy(current, by_size)) {
+    // Named, not a structured binding: the lambda below captures it (clang 14, which runs
+    // clang-tidy, rejects capturing a binding).
+    const auto& members = group.second;
+    const auto it = ref_sizes.find(group.first);
     if (it == ref_sizes.end()) continue;
     const std::vector<std::uint32_t>& refs = it->second;
     const auto score = [&](std::size_t i, std::size_t j) {

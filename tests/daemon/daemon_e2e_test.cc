@@ -1,6 +1,6 @@
 // End to end on simgpu: the real trainer under the shim, served by an in-process daemon.
-// Paths come from CMake (targets built in this tree) or, for a partial build, from the
-// environment (CHAMELEON_E2E_SHIM, CHAMELEON_E2E_SIMGPU_DIR, CHAMELEON_E2E_TRAINER).
+// Paths come from CMake (targets built in this tree; the test is registered only where they are)
+// and a missing one fails the test.
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -14,41 +14,25 @@
 #include <sstream>
 
 #include "daemon_fixture.h"
+#include "support/required_file.h"
 
 extern char** environ;
 
 namespace chameleon::daemon::testing {
 namespace {
 
-std::string Path(const char* configured, const char* env) {
-  if (configured != nullptr && *configured != '\0') return configured;
-  const char* value = std::getenv(env);
-  return value != nullptr ? value : "";
-}
-
-#ifndef CHAMELEON_E2E_SHIM
-#define CHAMELEON_E2E_SHIM ""
-#define CHAMELEON_E2E_SIMGPU_DIR ""
-#define CHAMELEON_E2E_TRAINER ""
-#endif
-#ifndef CHAMELEON_E2E_REPLAY
-#define CHAMELEON_E2E_REPLAY ""
-#endif
-#ifndef CHAMELEON_SHARED_DIR
-#define CHAMELEON_SHARED_DIR "/work/shared"
-#endif
+/// The trace every replay test here runs (CMake cache variable CHAMELEON_TRACES_DIR).
+const std::string kResNetTrace = CHAMELEON_TRACES_DIR "/resnet_1gpu_et.json.gz";
 
 class TrainerTest : public DaemonTest {
  protected:
   void SetUp() override {
     DaemonTest::SetUp();
-    shim_ = Path(CHAMELEON_E2E_SHIM, "CHAMELEON_E2E_SHIM");
-    simgpu_dir_ = Path(CHAMELEON_E2E_SIMGPU_DIR, "CHAMELEON_E2E_SIMGPU_DIR");
-    trainer_ = Path(CHAMELEON_E2E_TRAINER, "CHAMELEON_E2E_TRAINER");
-    replay_ = Path(CHAMELEON_E2E_REPLAY, "CHAMELEON_E2E_REPLAY");
-    if (shim_.empty() || trainer_.empty() || simgpu_dir_.empty()) {
-      GTEST_SKIP() << "shim, simgpu or trainer not built in this tree";
-    }
+    using test_support::RequiredFile;
+    ASSERT_TRUE(RequiredFile(shim_, "libchameleon.so (target chameleon_shim)"));
+    ASSERT_TRUE(RequiredFile(simgpu_dir_ + "/libcuda.so.1", "simgpu (target chameleon_simgpu)"));
+    ASSERT_TRUE(RequiredFile(trainer_, "the trainer (target chameleon-train-sim)"));
+    ASSERT_TRUE(RequiredFile(replay_, "the replayer (target chameleon-replay)"));
     StartDaemon();
   }
 
@@ -122,7 +106,10 @@ class TrainerTest : public DaemonTest {
     return last;
   }
 
-  std::string shim_, simgpu_dir_, trainer_, replay_;
+  std::string shim_ = CHAMELEON_E2E_SHIM;
+  std::string simgpu_dir_ = CHAMELEON_E2E_SIMGPU_DIR;
+  std::string trainer_ = CHAMELEON_E2E_TRAINER;
+  std::string replay_ = CHAMELEON_E2E_REPLAY;
 };
 
 TEST_F(TrainerTest, ReachesStableWithinMPlusNPlusThreeWithTheTrainersStepLength) {
@@ -177,10 +164,9 @@ TEST_F(TrainerTest, EveryShiftTheDynamicTrainerPrintsIsDetectedWithinOneIteratio
 }
 
 TEST_F(TrainerTest, ResNetReplayBoundariesAreItsProfilerSteps) {
-  if (replay_.empty()) GTEST_SKIP() << "chameleon-replay not built in this tree";
-  const char* shared = std::getenv("CHAMELEON_E2E_SHARED_DIR");  // for out-of-tree builds
-  const std::string trace = std::string(shared != nullptr ? shared : CHAMELEON_SHARED_DIR) +
-                            "/traces/resnet_1gpu_et.json.gz";
+  const std::string trace = kResNetTrace;
+  ASSERT_TRUE(
+      test_support::RequiredFile(trace, "trace (CMake cache variable CHAMELEON_TRACES_DIR)"));
   std::string text;
   RunToEnd({trace, "--iterations", "6"}, &text, replay_);
   const std::uint64_t ops_6 = OpsTotal();
@@ -206,10 +192,9 @@ std::vector<double> Values(const std::string& text, const std::string& pattern) 
 }
 
 TEST_F(TrainerTest, ResNetReplayDetailedProfileIsTheWholeIteration) {
-  if (replay_.empty()) GTEST_SKIP() << "chameleon-replay not built in this tree";
-  const char* shared = std::getenv("CHAMELEON_E2E_SHARED_DIR");
-  const std::string trace = std::string(shared != nullptr ? shared : CHAMELEON_SHARED_DIR) +
-                            "/traces/resnet_1gpu_et.json.gz";
+  const std::string trace = kResNetTrace;
+  ASSERT_TRUE(
+      test_support::RequiredFile(trace, "trace (CMake cache variable CHAMELEON_TRACES_DIR)"));
   // The profile as soon as it has its iteration time (the client must still be connected).
   nlohmann::json profile;
   std::string text;

@@ -11,11 +11,11 @@
 #include <functional>
 #include <thread>
 
-#include "chameleon/daemon/control_client.h"
+#include "chameleon/control/control_client.h"
 #include "chameleon/daemon/daemon.h"
 #include "fake_client.h"
+#include "support/wait_for.h"
 #include "synthetic_stream.h"
-#include "wait_for.h"
 
 namespace chameleon::daemon::testing {
 
@@ -52,7 +52,7 @@ class DaemonTest : public ::testing::Test {
   }
 
   nlohmann::json Control(nlohmann::json request) {
-    return ControlRequest(options_.socket_path, request);
+    return control::ControlRequest(options_.socket_path, request);
   }
   nlohmann::json Describe(std::uint32_t id) {
     return Control({{"command", "client"}, {"id", id}})["client"];
@@ -61,9 +61,9 @@ class DaemonTest : public ::testing::Test {
     return Control({{"command", "status"}})["daemon"]["bad_input"][reason].get<std::uint64_t>();
   }
 
-  /// Polls `done` until it holds or the deadline passes (wait_for.h).
+  /// Polls `done` until it holds or the deadline passes (support/wait_for.h).
   static bool WaitFor(const std::function<bool()>& done, int timeout_ms = 10000) {
-    return daemon_test::WaitFor(done, timeout_ms);
+    return test_support::WaitFor(done, std::chrono::milliseconds(timeout_ms));
   }
   /// Waits until the daemon has drained everything `client` pushed.
   bool WaitDrained(FakeClient& client) {

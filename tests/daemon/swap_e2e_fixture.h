@@ -1,8 +1,7 @@
 // The swap end-to-end fixture: a private directory, chameleond as a separate process (so a test
 // can kill -9 it), and the trainer / replayer on simgpu, with or without the shim and a limit.
-// Paths come from CMake (targets built in this tree) or, for a partial build, from the environment
-// (CHAMELEON_E2E_SHIM, CHAMELEON_E2E_SIMGPU_DIR, CHAMELEON_E2E_TRAINER, CHAMELEON_E2E_REPLAY,
-// CHAMELEON_E2E_CHAMELEOND).
+// Paths come from CMake (targets built in this tree; the test is registered only where they are)
+// and a missing one fails the test.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -18,24 +17,10 @@
 #include <thread>
 #include <vector>
 
-#include "chameleon/daemon/control_client.h"
+#include "chameleon/control/control_client.h"
+#include "support/required_file.h"
+#include "support/wait_for.h"
 #include "swap_e2e_util.h"
-#include "wait_for.h"
-
-#ifndef CHAMELEON_E2E_SHIM
-#define CHAMELEON_E2E_SHIM ""
-#define CHAMELEON_E2E_SIMGPU_DIR ""
-#define CHAMELEON_E2E_TRAINER ""
-#endif
-#ifndef CHAMELEON_E2E_REPLAY
-#define CHAMELEON_E2E_REPLAY ""
-#endif
-#ifndef CHAMELEON_E2E_CHAMELEOND
-#define CHAMELEON_E2E_CHAMELEOND ""
-#endif
-#ifndef CHAMELEON_SHARED_DIR
-#define CHAMELEON_SHARED_DIR "/work/shared"
-#endif
 
 namespace chameleon::daemon::testing {
 
@@ -46,21 +31,13 @@ inline const std::vector<std::string> kSmallTrainer{
 
 class SwapE2ETest : public ::testing::Test {
  protected:
-  static std::string Path(const char* configured, const char* env) {
-    if (configured != nullptr && *configured != '\0') return configured;
-    const char* value = std::getenv(env);
-    return value != nullptr ? value : "";
-  }
-
   void SetUp() override {
-    shim_ = Path(CHAMELEON_E2E_SHIM, "CHAMELEON_E2E_SHIM");
-    simgpu_dir_ = Path(CHAMELEON_E2E_SIMGPU_DIR, "CHAMELEON_E2E_SIMGPU_DIR");
-    trainer_ = Path(CHAMELEON_E2E_TRAINER, "CHAMELEON_E2E_TRAINER");
-    replay_ = Path(CHAMELEON_E2E_REPLAY, "CHAMELEON_E2E_REPLAY");
-    chameleond_ = Path(CHAMELEON_E2E_CHAMELEOND, "CHAMELEON_E2E_CHAMELEOND");
-    if (shim_.empty() || simgpu_dir_.empty() || trainer_.empty() || chameleond_.empty()) {
-      GTEST_SKIP() << "shim, simgpu, trainer or chameleond not built in this tree";
-    }
+    using test_support::RequiredFile;
+    ASSERT_TRUE(RequiredFile(shim_, "libchameleon.so (target chameleon_shim)"));
+    ASSERT_TRUE(RequiredFile(simgpu_dir_ + "/libcuda.so.1", "simgpu (target chameleon_simgpu)"));
+    ASSERT_TRUE(RequiredFile(trainer_, "the trainer (target chameleon-train-sim)"));
+    ASSERT_TRUE(RequiredFile(replay_, "the replayer (target chameleon-replay)"));
+    ASSERT_TRUE(RequiredFile(chameleond_, "chameleond (target chameleond)"));
     char dir[] = "/tmp/chameleon-swap-e2e-XXXXXX";
     ASSERT_NE(mkdtemp(dir), nullptr);
     dir_ = dir;
@@ -94,7 +71,9 @@ class SwapE2ETest : public ::testing::Test {
     daemon_.pid = -1;
   }
 
-  nlohmann::json Control(const nlohmann::json& request) { return ControlRequest(socket_, request); }
+  nlohmann::json Control(const nlohmann::json& request) {
+    return control::ControlRequest(socket_, request);
+  }
   /// The daemon's description of the client whose pid is `pid`, or null.
   nlohmann::json ClientOf(pid_t pid) {
     const auto clients = Control({{"command", "clients"}});
@@ -108,9 +87,9 @@ class SwapE2ETest : public ::testing::Test {
     return nullptr;
   }
 
-  /// Polls `done` until it holds or the deadline passes (wait_for.h).
+  /// Polls `done` until it holds or the deadline passes (support/wait_for.h).
   static bool WaitFor(const std::function<bool()>& done, int timeout_ms = 10000) {
-    return daemon_test::WaitFor(done, timeout_ms);
+    return test_support::WaitFor(done, std::chrono::milliseconds(timeout_ms));
   }
 
   /// Environment of an unlimited run: simgpu's default 80 GiB device, no shim.
@@ -182,7 +161,11 @@ class SwapE2ETest : public ::testing::Test {
     EXPECT_EQ(Number(limited.out, "peak"), Number(plain.out, "peak"));
   }
 
-  std::string shim_, simgpu_dir_, trainer_, replay_, chameleond_;
+  std::string shim_ = CHAMELEON_E2E_SHIM;
+  std::string simgpu_dir_ = CHAMELEON_E2E_SIMGPU_DIR;
+  std::string trainer_ = CHAMELEON_E2E_TRAINER;
+  std::string replay_ = CHAMELEON_E2E_REPLAY;
+  std::string chameleond_ = CHAMELEON_E2E_CHAMELEOND;
   std::string dir_, socket_;
   Child daemon_;
   int daemon_runs_ = 0;

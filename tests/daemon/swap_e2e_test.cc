@@ -99,10 +99,9 @@ INSTANTIATE_TEST_SUITE_P(Styles, TrainerStyleTest,
                          });
 
 TEST_F(SwapE2ETest, ResNetReplayBelowItsPeakPrintsTheSameIterationsAndChecksum) {
-  if (replay_.empty()) GTEST_SKIP() << "chameleon-replay not built in this tree";
-  const char* shared = std::getenv("CHAMELEON_E2E_SHARED_DIR");
-  const std::string trace = std::string(shared != nullptr ? shared : CHAMELEON_SHARED_DIR) +
-                            "/traces/resnet_1gpu_et.json.gz";
+  const std::string trace = CHAMELEON_TRACES_DIR "/resnet_1gpu_et.json.gz";
+  ASSERT_TRUE(
+      test_support::RequiredFile(trace, "trace (CMake cache variable CHAMELEON_TRACES_DIR)"));
   // Two iterations at 90 % of the 3 GB peak already move ~1.4 GB each way through simgpu (~20 s).
   const std::vector<std::string> args{trace, "--iterations", "2"};
   const RunOutput plain = Run("plain", args, PlainEnv(), replay_);

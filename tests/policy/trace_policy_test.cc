@@ -17,7 +17,7 @@
 namespace chameleon::policy {
 namespace {
 
-const std::string kTraces = std::string(CHAMELEON_SHARED_DIR) + "/traces/";
+const std::string kTraces = std::string(CHAMELEON_TRACES_DIR) + "/";
 
 const Profile& ResNet() {
   static const Profile p = trace::ProfileFromTraceFile(kTraces + "resnet_1gpu_et.json.gz");

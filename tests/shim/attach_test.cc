@@ -17,8 +17,11 @@
 
 #include "chameleon/shim/shim_api.h"
 #include "fake_daemon.h"
+#include "support/wait_for.h"
 
 namespace {
+
+using chameleon::test_support::WaitFor;  // cross-thread state of the shim's client
 
 using chameleon::ipc::RecordType;
 using chameleon::shim::testing::FakeDaemon;
@@ -75,17 +78,6 @@ class AttachTest : public ::testing::Test {
     shim_.stats =
         reinterpret_cast<ChameleonShimGetStatsFn>(dlsym(handle, "chameleon_shim_get_stats"));
     return shim_.alloc && shim_.free && shim_.launch && shim_.stats;
-  }
-
-  /// Polls `done` (cross-thread state of the shim's client) until it holds or 10 s pass.
-  template <typename Done>
-  static bool WaitFor(Done&& done) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!done()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::yield();
-    }
-    return true;
   }
 
   /// Releases the daemon and returns what the shim's (single) connection delivered.

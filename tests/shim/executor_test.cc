@@ -19,6 +19,7 @@
 
 #include "child_process.h"
 #include "stats_file_reader.h"
+#include "support/wait_for.h"
 #include "test_env.h"
 
 namespace shim_test {
@@ -201,13 +202,12 @@ TEST(ExecutorDaemonTest, PoliciesFromTheDaemonReplaceSafetyNetFaults) {
   ASSERT_TRUE(daemon.Start({CHAMELEON_DAEMON, "--config", "", "--socket", socket,
                             "--metrics-listen", "", "--log-level", "warn"},
                            {{"LD_PRELOAD", ""}}));
-  // Polling with a deadline: another process creates the socket.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  // Another process creates the socket.
   struct stat st {};
-  while (::stat(socket.c_str(), &st) != 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ASSERT_EQ(::stat(socket.c_str(), &st), 0) << "chameleond did not start";
+  ASSERT_TRUE(chameleon::test_support::WaitFor([&] { return ::stat(socket.c_str(), &st) == 0; },
+                                               std::chrono::seconds(20),
+                                               std::chrono::milliseconds(5)))
+      << "chameleond did not start";
 
   std::vector<chameleon::shim::testing::StatsRecord> records;
   const Result policy =

@@ -19,6 +19,7 @@
 
 #include "chameleon/shim/shim_api.h"
 #include "sim_env.h"
+#include "support/wait_for.h"
 
 namespace {
 
@@ -48,12 +49,9 @@ ChameleonShimStats Stats() {
 // Polls the shim's stats with a deadline (cross-thread state the program cannot wait on otherwise).
 template <typename Pred>
 bool WaitFor(Pred pred, int timeout_ms) {
-  for (int waited = 0; waited < timeout_ms; waited += 5) {
-    if (pred(Stats())) return true;
-    timespec ts{0, 5'000'000};
-    nanosleep(&ts, nullptr);
-  }
-  return pred(Stats());
+  return chameleon::test_support::WaitFor([&] { return pred(Stats()); },
+                                          std::chrono::milliseconds(timeout_ms),
+                                          std::chrono::milliseconds(5));
 }
 
 struct Buffers {

@@ -153,12 +153,12 @@ TEST(GrafanaDashboardTest, QueriesOnlyMetricsTheDaemonExports) {
   auto client = FakeClient::Connect(daemon->socket_path, 29, 8ull << 30, &error);
   ASSERT_NE(client, nullptr) << error;
   std::string body;
-  ASSERT_TRUE(WaitUntil(
+  ASSERT_TRUE(WaitFor(
       [&] {
         body = HttpGet(daemon->metrics_port, "/metrics", Millis(2000)).value_or("");
         return body.find("chameleon_client_pid{") != std::string::npos;
       },
-      Millis(10000)));
+      Millis(10000), kPollInterval));
   std::set<std::string> exported;
   std::istringstream lines(body);
   for (std::string line; std::getline(lines, line);) {

@@ -160,7 +160,8 @@ std::optional<RunningDaemon> StartChameleond(const std::string& binary, const st
     return std::nullopt;
   }
   d.metrics_port = std::stoi((*port)[1]);
-  if (!WaitUntil([&] { return access(d.socket_path.c_str(), F_OK) == 0; }, Millis(10000))) {
+  if (!WaitFor([&] { return access(d.socket_path.c_str(), F_OK) == 0; }, Millis(10000),
+               kPollInterval)) {
     *error = "chameleond did not create " + d.socket_path + "; output:\n" + d.child->output();
     return std::nullopt;
   }
@@ -248,15 +249,6 @@ int PickFreePort() {
   }
   close(fd);
   return port;
-}
-
-bool WaitUntil(const std::function<bool()>& condition, Millis timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (true) {
-    if (condition()) return true;
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(Millis(20));
-  }
 }
 
 TempDir::TempDir(const std::string& prefix) {

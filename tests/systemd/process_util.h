@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "support/wait_for.h"
+
 namespace chameleon::service_test {
 
 using Millis = std::chrono::milliseconds;
@@ -82,8 +84,11 @@ std::optional<std::string> HttpGet(int port, const std::string& path, Millis tim
 /// picked themselves, like prometheus).
 int PickFreePort();
 
-/// Polls `condition` every 20 ms until it holds or `timeout` passes (cross-process waits).
-bool WaitUntil(const std::function<bool()>& condition, Millis timeout);
+/// Polling with a deadline (cross-process waits): the test tree's one helper.
+using test_support::WaitFor;
+/// How often the service tests re-check: each check may be an HTTP query or a control request
+/// to another process, so not every 2 ms.
+inline constexpr Millis kPollInterval{20};
 
 /// A fresh directory under /tmp, removed with its contents when destroyed.
 class TempDir {

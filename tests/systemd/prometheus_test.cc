@@ -37,9 +37,11 @@ std::string UrlEncode(const std::string& s) {
 class PrometheusTest : public testing::Test {
  protected:
   void SetUp() override {
-    if (access(kPrometheus, X_OK) != 0 || access(kPromtool, X_OK) != 0) {
-      GTEST_SKIP() << "Debian's prometheus package is not installed (scripts/setup installs it)";
-    }
+    // A missing server is a broken setup, not a reason to skip: scripts/setup installs it.
+    ASSERT_EQ(access(kPrometheus, X_OK), 0) << kPrometheus << " missing: install Debian's "
+                                            << "prometheus package (scripts/setup does)";
+    ASSERT_EQ(access(kPromtool, X_OK), 0) << kPromtool << " missing: install Debian's "
+                                          << "prometheus package (scripts/setup does)";
     std::string error;
     auto d = StartChameleond(CHAMELEOND_PATH, dir_.path(), {}, &error);
     ASSERT_TRUE(d.has_value()) << error;
@@ -67,8 +69,8 @@ class PrometheusTest : public testing::Test {
          "--web.listen-address=127.0.0.1:" + std::to_string(web_port_)},
         {}, &error);
     ASSERT_NE(prometheus_, nullptr) << error;
-    ASSERT_TRUE(WaitUntil([&] { return HttpGet(web_port_, "/-/ready", Millis(500)).has_value(); },
-                          Millis(20000)))
+    ASSERT_TRUE(WaitFor([&] { return HttpGet(web_port_, "/-/ready", Millis(500)).has_value(); },
+                        Millis(20000), kPollInterval))
         << prometheus_->output();
   }
 
@@ -87,12 +89,12 @@ class PrometheusTest : public testing::Test {
 
   /// Polls until `expr` returns exactly one series with value `expected`.
   bool EventuallyEquals(const std::string& expr, double expected, Millis timeout) {
-    return WaitUntil(
+    return WaitFor(
         [&] {
           const auto r = Query(expr);
           return r.size() == 1 && r[0].second == expected;
         },
-        timeout);
+        timeout, kPollInterval);
   }
 
   std::string LastValue(const std::string& expr) {
@@ -119,39 +121,39 @@ TEST_F(PrometheusTest, ScrapesTheDaemonServingAClientWithExpectedValues) {
   EXPECT_TRUE(EventuallyEquals("chameleon_client_connections_total", 1, deadline));
   // The client's slot: the series whose pid is ours (SO_PEERCRED, not what HELLO claimed).
   std::string slot;
-  ASSERT_TRUE(WaitUntil(
+  ASSERT_TRUE(WaitFor(
       [&] {
         const auto r = Query("chameleon_client_pid == " + std::to_string(getpid()));
         if (r.size() == 1) slot = r[0].first.value("client", "");
         return !slot.empty();
       },
-      deadline));
+      deadline, kPollInterval));
   const std::string sel = "{client=\"" + slot + "\"}";
   // The detected iteration is exactly the client's period, and its stage left WARMUP after
   // m stable steps of identical iterations.
   EXPECT_TRUE(EventuallyEquals("chameleon_iteration_ops" + sel, kOpsPerIteration, deadline))
       << LastValue("chameleon_iteration_ops" + sel);
-  EXPECT_TRUE(WaitUntil(
+  EXPECT_TRUE(WaitFor(
       [&] {
         const auto r = Query("chameleon_client_stage" + sel + " >= 1");
         return r.size() == 1;
       },
-      deadline))
+      deadline, kPollInterval))
       << LastValue("chameleon_client_stage" + sel);
   // Every op the client published reaches the daemon: drained records grow past several periods.
-  EXPECT_TRUE(WaitUntil(
+  EXPECT_TRUE(WaitFor(
       [&] {
         return Query("chameleon_records_drained_total" + sel + " > " +
                      std::to_string(5 * kOpsPerIteration))
                    .size() == 1;
       },
-      deadline))
+      deadline, kPollInterval))
       << LastValue("chameleon_records_drained_total" + sel);
   EXPECT_TRUE(EventuallyEquals("chameleon_records_dropped_total" + sel, 0, deadline));
   // Rates work on the counters (the dashboard's queries): ops drained per second is positive.
-  EXPECT_TRUE(WaitUntil(
+  EXPECT_TRUE(WaitFor(
       [&] { return Query("rate(chameleon_records_drained_total" + sel + "[1s]) > 0").size() == 1; },
-      deadline));
+      deadline, kPollInterval));
 
   // The client leaves: the gauge follows and the slot's stage says "no client".
   client.reset();
@@ -166,12 +168,12 @@ TEST_F(PrometheusTest, PromtoolFindsTheExpositionClean) {
   ASSERT_NE(client, nullptr) << error;
   // Lint an exposition that has per-client series, not only the empty families.
   std::string body;
-  ASSERT_TRUE(WaitUntil(
+  ASSERT_TRUE(WaitFor(
       [&] {
         body = HttpGet(daemon_.metrics_port, "/metrics", Millis(2000)).value_or("");
         return body.find("chameleon_client_pid{client=") != std::string::npos;
       },
-      Millis(10000)))
+      Millis(10000), kPollInterval))
       << body;
   const Output lint = RunCommand({kPromtool, "check", "metrics"}, Millis(20000), body);
   EXPECT_EQ(lint.exit_code, 0) << lint.text;

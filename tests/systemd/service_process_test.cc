@@ -74,7 +74,8 @@ class ServiceProcessTest : public testing::Test {
         daemon_->WaitForLine(std::regex(R"(metrics on http://127\.0\.0\.1:(\d+)/)"), Millis(10000));
     ASSERT_TRUE(port.has_value()) << daemon_->output();
     metrics_port_ = std::stoi((*port)[1]);
-    ASSERT_TRUE(WaitUntil([&] { return notify_->Count("READY=1") >= 1; }, Millis(10000)))
+    ASSERT_TRUE(
+        WaitFor([&] { return notify_->Count("READY=1") >= 1; }, Millis(10000), kPollInterval))
         << notify_->Collect() << daemon_->output();
   }
 
@@ -107,7 +108,8 @@ TEST_F(ServiceProcessTest, NotifiesReadyAndEarnsWatchdogPings) {
   EXPECT_NE(notify_->Collect().find("STATUS=serving " + dir_.path() + "/c.sock"),
             std::string::npos);
   // WATCHDOG_USEC=200000: a ping every 100 ms, each after the loop answered a status request.
-  EXPECT_TRUE(WaitUntil([&] { return notify_->Count("WATCHDOG=1") >= 3; }, Millis(10000)))
+  EXPECT_TRUE(
+      WaitFor([&] { return notify_->Count("WATCHDOG=1") >= 3; }, Millis(10000), kPollInterval))
       << notify_->Collect();
 }
 
@@ -116,7 +118,7 @@ TEST_F(ServiceProcessTest, InvalidReloadKeepsServingTheSameClient) {
   std::string error;
   auto client = FakeClient::Connect(dir_.path() + "/c.sock", 23, 8ull << 30, &error);
   ASSERT_NE(client, nullptr) << error;
-  ASSERT_TRUE(WaitUntil([&] { return Clients() == 1; }, Millis(10000)));
+  ASSERT_TRUE(WaitFor([&] { return Clients() == 1; }, Millis(10000), kPollInterval));
 
   ASSERT_TRUE(WriteFile(config_, "detection: {stage_m: lots}\n"));
   ASSERT_TRUE(daemon_->Signal(SIGHUP));
@@ -143,22 +145,24 @@ TEST_F(ServiceProcessTest, ReloadWithALowerStageNMovesTheServedClientToStable) {
   std::string error;
   auto client = FakeClient::Connect(dir_.path() + "/c.sock", 23, 8ull << 30, &error);
   ASSERT_NE(client, nullptr) << error;
-  ASSERT_TRUE(WaitUntil([&] { return Stage() == 1; }, Millis(10000))) << daemon_->output();
+  ASSERT_TRUE(WaitFor([&] { return Stage() == 1; }, Millis(10000), kPollInterval))
+      << daemon_->output();
   // n = 1000 holds it in GEN_POLICY; an invalid reload changes nothing.
   ASSERT_TRUE(WriteFile(config_, "detection: {stage_m: 2, stage_n: 1}\nlog: {level: loud}\n"));
   ASSERT_TRUE(daemon_->Signal(SIGHUP));
   ASSERT_TRUE(daemon_->WaitForLine(std::regex("log.level: expected one of"), Millis(10000)))
       << daemon_->output();
   const std::uint64_t iterations = client->iterations_published();
-  ASSERT_TRUE(
-      WaitUntil([&] { return client->iterations_published() > iterations + 20; }, Millis(10000)));
+  ASSERT_TRUE(WaitFor([&] { return client->iterations_published() > iterations + 20; },
+                      Millis(10000), kPollInterval));
   EXPECT_EQ(Stage(), 1);
   // The valid file: applied live, the client is STABLE at its next iteration, still connected.
   ASSERT_TRUE(WriteFile(config_, "detection: {stage_m: 2, stage_n: 1}\n"));
   ASSERT_TRUE(daemon_->Signal(SIGHUP));
   ASSERT_TRUE(daemon_->WaitForLine(std::regex(R"(options updated: m=2, n=1,)"), Millis(10000)))
       << daemon_->output();
-  EXPECT_TRUE(WaitUntil([&] { return Stage() == 2; }, Millis(10000))) << daemon_->output();
+  EXPECT_TRUE(WaitFor([&] { return Stage() == 2; }, Millis(10000), kPollInterval))
+      << daemon_->output();
   EXPECT_EQ(Clients(), 1);
 }
 
@@ -185,7 +189,7 @@ TEST_F(ServiceProcessTest, SigtermStopsGracefullyAndTheClientKeepsRunning) {
   std::string error;
   auto client = FakeClient::Connect(dir_.path() + "/c.sock", 23, 8ull << 30, &error);
   ASSERT_NE(client, nullptr) << error;
-  ASSERT_TRUE(WaitUntil([&] { return Clients() == 1; }, Millis(10000)));
+  ASSERT_TRUE(WaitFor([&] { return Clients() == 1; }, Millis(10000), kPollInterval));
   ASSERT_TRUE(daemon_->Signal(SIGTERM));
   const auto code = daemon_->WaitExit(Millis(10000));
   ASSERT_TRUE(code.has_value()) << daemon_->output();
@@ -194,8 +198,8 @@ TEST_F(ServiceProcessTest, SigtermStopsGracefullyAndTheClientKeepsRunning) {
   EXPECT_EQ(access((dir_.path() + "/c.sock").c_str(), F_OK), -1) << "socket left behind";
   // The client outlives the daemon and keeps producing iterations.
   const std::uint64_t before = client->iterations_published();
-  EXPECT_TRUE(
-      WaitUntil([&] { return client->iterations_published() > before + 10; }, Millis(5000)));
+  EXPECT_TRUE(WaitFor([&] { return client->iterations_published() > before + 10; }, Millis(5000),
+                      kPollInterval));
 }
 
 TEST_F(ServiceProcessTest, CheckConfigNamesEveryErrorAndExitsTwo) {

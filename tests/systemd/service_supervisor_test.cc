@@ -15,19 +15,14 @@
 #include <fstream>
 #include <thread>
 
+#include "support/wait_for.h"
+
 namespace chameleon::daemon {
 namespace {
 
 using std::chrono::milliseconds;
 
-bool WaitFor(const std::function<bool()>& condition, milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(milliseconds(10));  // polling with a deadline
-  }
-  return true;
-}
+using test_support::WaitFor;
 
 class SupervisorTest : public testing::Test {
  protected:

@@ -63,9 +63,9 @@ TEST(ServiceTrainerTest, SigtermAfterStableLeavesTheTrainerRunningWithIdenticalR
                            "CHAMELEON_SOCKET=" + daemon->socket_path},
                           &error);
   ASSERT_NE(job, nullptr) << error;
-  const bool stable = WaitUntil(
+  const bool stable = WaitFor(
       [&] { return Stage(daemon->metrics_port) == 2 || job->WaitExit(Millis(0)).has_value(); },
-      Millis(60000));
+      Millis(60000), kPollInterval);
   ASSERT_TRUE(stable && job->running())
       << "the job ended or timed out before the daemon saw it STABLE\n"
       << job->output() << "\n--- daemon\n"

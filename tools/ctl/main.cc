@@ -7,7 +7,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "chameleon/daemon/control_client.h"
+#include "chameleon/control/control_client.h"
 #include "chameleon/ipc/constants.h"
 #include "client_view.h"
 #include "table.h"
@@ -47,9 +47,8 @@ void PrintText(const std::string& command, const json& reply) {
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+/// The whole command; main() only turns an exception (a reply of an unexpected shape) into exit 1.
+int Run(int argc, char** argv) {
   std::string socket = chameleon::ipc::kDefaultSocketPath;
   bool as_json = false;
   std::uint32_t id = 0;
@@ -86,7 +85,7 @@ int main(int argc, char** argv) {
       command == "enable") {
     request["id"] = id;
   }
-  json reply = chameleon::daemon::ControlRequest(socket, request);
+  json reply = chameleon::control::ControlRequest(socket, request);
   const bool ok = reply.value("ok", false);
   if (ok && command == "dump-profile") {
     std::ofstream out(file);
@@ -111,4 +110,15 @@ int main(int argc, char** argv) {
     PrintText(command, reply);
   }
   return reply.value("ok", false) ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "chameleonctl: " << e.what() << '\n';
+    return 1;
+  }
 }

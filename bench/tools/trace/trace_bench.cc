@@ -12,7 +12,7 @@ namespace {
 
 using namespace chameleon::trace;
 
-const std::string kTraces = std::string(CHAMELEON_SHARED_DIR) + "/traces/";
+const std::string kTraces = std::string(CHAMELEON_TRACES_DIR) + "/";
 const std::string kLargest = kTraces + "resnet_1gpu_et.json.gz";
 
 void SetBytes(benchmark::State& state) {

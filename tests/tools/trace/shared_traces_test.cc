@@ -16,7 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kTraces = std::string(CHAMELEON_SHARED_DIR) + "/traces/";
+const std::string kTraces = std::string(CHAMELEON_TRACES_DIR) + "/";
 const std::string kResnet = kTraces + "resnet_1gpu_et.json.gz";
 const std::string kMegatron = kTraces + "megatron_et_0.json.gz";
 const std::string kMegatronKineto = kTraces + "megatron_kineto_0.json.gz";

@@ -1,4 +1,4 @@
-#include "chameleon/daemon/control_client.h"
+#include "chameleon/control/control_client.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include "chameleon/ipc/socket_protocol.h"
 #include "chameleon/ipc/unix_socket.h"
 
-namespace chameleon::daemon {
+namespace chameleon::control {
 namespace {
 
 nlohmann::json Failure(const std::string& text) { return {{"ok", false}, {"error", text}}; }
@@ -73,4 +73,4 @@ nlohmann::json ControlRequest(const std::string& socket_path, const nlohmann::js
   return reply;
 }
 
-}  // namespace chameleon::daemon
+}  // namespace chameleon::control
