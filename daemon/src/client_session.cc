@@ -1,8 +1,7 @@
-// ClientSession: draining, records, liveness and boundary detection. Policies and the detailed
-// iteration are in session_policy.cc, the JSON description in session_describe.cc.
+// ClientSession: draining, routing records to the session's parts, liveness. Stages, candidates
+// and publishing are in session_policy.cc, the JSON description in session_describe.cc.
 #include "chameleon/daemon/client_session.h"
 
-#include <fnmatch.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -11,11 +10,6 @@
 namespace chameleon::daemon {
 namespace {
 
-/// First detection attempt once this many ops arrived; later ones when the history grew by half.
-constexpr std::size_t kFirstDetectionOps = 64;
-/// Histories below this size are retried after kDetectionRetryNs even without growing by half.
-constexpr std::size_t kRetrySmallHistoryOps = 1u << 16;
-constexpr std::uint64_t kDetectionRetryNs = 250'000'000;
 /// Live allocations tracked per client; a client that reports more is not trusted with more memory
 /// in the daemon (the profile then lacks sizes for the excess).
 constexpr std::size_t kMaxLiveAllocations = 1u << 20;
@@ -45,48 +39,33 @@ ClientSession::ClientSession(ClientIdentity identity, ipc::Segment segment,
       segment_(std::move(segment)),
       ring_(segment_.ring_consumer()),
       names_reader_(segment_.name_reader()),
-      mailbox_(segment_.mailbox_writer()),
       options_(options),
       metrics_(metrics),
       slot_metrics_(&metrics->Slot(identity_.slot)),
       attached_ns_(now_ns),
-      next_detection_ops_(kFirstDetectionOps) {
+      loop_(identity_, options.detection),
+      recorder_(identity_, segment_.header(), &live_, &names_),
+      exclusions_(identity_),
+      trials_(policy::CandidateConfigs(options.policy,
+                                       static_cast<std::uint32_t>(options.detection.stage_n + 1))),
+      publisher_(identity_, segment_.mailbox_writer()) {
   // The daemon needs the mapping only; dropping the descriptor keeps its fd count flat.
   segment_.CloseFd();
   slot_metrics_->stage->Set(0);
   slot_metrics_->pid->Set(identity_.pid);
   segment_.header()->daemon_heartbeat_ns.store(now_ns, std::memory_order_release);
-  recent_.assign(kRecentOps, 0);
-  configs_ = policy::CandidateConfigs(options.policy,
-                                      static_cast<std::uint32_t>(options.detection.stage_n + 1));
-}
-
-bool ClientSession::ReadNames() {
-  return names_reader_.ReadNew([this](std::uint32_t token, std::string_view name) {
-    auto [it, inserted] = names_.emplace(token, std::string(name));
-    if (inserted && !tracker_ && !options_.detection.boundary_patterns.empty()) {
-      ApplyPatternOverride(token, it->second);
-    }
-  });
-}
-
-void ClientSession::ApplyPatternOverride(std::uint32_t token, const std::string& name) {
-  for (const std::string& pattern : options_.detection.boundary_patterns) {
-    if (fnmatch(pattern.c_str(), name.c_str(), 0) != 0) continue;
-    spdlog::info("client {} (pid {}): boundary set by pattern '{}': kernel '{}' (token {})",
-                 identity_.id, identity_.pid, pattern, name, token);
-    pattern_boundary_ = true;
-    tracker_.emplace(std::vector<std::uint32_t>{token}, options_.detection);
-    history_.clear();
-    history_.shrink_to_fit();
-    Publish(nullptr);
-    return;
-  }
 }
 
 Health ClientSession::Drain(std::uint64_t now_ns) {
   drain_now_ns_ = now_ns;
-  if (!ReadNames()) {
+  const bool names_ok = names_reader_.ReadNew([this](std::uint32_t token, std::string_view name) {
+    auto [it, inserted] = names_.emplace(token, std::string(name));
+    if (inserted && !loop_.tracker() && !options_.detection.boundary_patterns.empty() &&
+        loop_.TryPattern(token, it->second)) {
+      Publish(nullptr);
+    }
+  });
+  if (!names_ok) {
     error_ = "name table corrupt (committed bytes or an entry out of bounds)";
     metrics_->bad_input(BadInput::kNamesCorrupt).Increment();
     return Health::kCorrupt;
@@ -161,13 +140,18 @@ bool ClientSession::HandleRecord(const ipc::RecordView& record) {
     case ipc::RecordType::kAlloc: {
       ipc::AllocRecord alloc{};
       if (!Load(record, &alloc)) break;
-      HandleAlloc(alloc, detailed);
+      if (static_cast<ipc::AllocKind>(alloc.kind) == ipc::AllocKind::kHost) return true;
+      if (live_.size() < kMaxLiveAllocations || live_.count(alloc.id) != 0) {
+        live_[alloc.id] = LiveAllocation{alloc.bytes, alloc.swappable != 0};
+      }
+      recorder_.AddAlloc(alloc.id, alloc.bytes, alloc.swappable != 0, detailed);
       return true;
     }
     case ipc::RecordType::kFree: {
       ipc::FreeRecord free{};
       if (!Load(record, &free)) break;
-      HandleFree(free.id, detailed);
+      recorder_.AddFree(free.id, detailed);
+      live_.erase(free.id);
       return true;
     }
     case ipc::RecordType::kIterationMark: {
@@ -179,7 +163,7 @@ bool ClientSession::HandleRecord(const ipc::RecordView& record) {
     case ipc::RecordType::kMemInfo: {
       ipc::MemInfoRecord info{};
       if (!Load(record, &info)) break;
-      if (detailed && detail_ == DetailState::kCollecting) builder_.AddMemInfo(info.bytes_live);
+      recorder_.AddMemInfo(info.bytes_live, detailed);
       return true;
     }
     case ipc::RecordType::kPointerTargets: {
@@ -192,7 +176,7 @@ bool ClientSession::HandleRecord(const ipc::RecordView& record) {
       }
       std::uint64_t ids[ipc::kMaxPointerTargetsPerRecord];
       std::memcpy(ids, record.payload.data() + sizeof(targets), targets.count * 8u);
-      HandlePointerTargets(targets.scan, {ids, targets.count});
+      exclusions_.Report(targets.scan, {ids, targets.count}, &live_, recorder_.profile());
       return true;
     }
     case ipc::RecordType::kSync:
@@ -209,8 +193,7 @@ bool ClientSession::HandleRecord(const ipc::RecordView& record) {
 bool ClientSession::HandleOp(std::uint32_t token, const ipc::RecordView& record) {
   ++ops_;
   const bool detailed = (record.flags & ipc::kFlagDetailed) != 0;
-  if (detailed && (detail_ == DetailState::kRequested || detail_ == DetailState::kCollecting)) {
-    detail_ = DetailState::kCollecting;
+  if (recorder_.Accepts(detailed)) {
     std::uint64_t reads[ipc::kMaxLaunchTensors + 1];
     std::size_t n = 0;
     std::uint64_t written = ipc::kNoAllocation;
@@ -229,100 +212,28 @@ bool ClientSession::HandleOp(std::uint32_t token, const ipc::RecordView& record)
       std::memcpy(&memset, record.payload.data(), sizeof(memset));
       written = memset.dst;
     }
-    builder_.AddOp(token, {reads, n}, written);
-  } else if (detail_ == DetailState::kCollecting) {
-    FinishDetail(false);
+    recorder_.AddOp(token, {reads, n}, written);
+  } else {
+    recorder_.OpOutside(clock_.last_boundary());
   }
-  if (tracker_) {
-    recent_[recent_count_++ & (kRecentOps - 1)] = token;
+  if (loop_.Remember(token)) {
     // A few compares: the hold must be current when this op ends a step.
     UpdateStageHold(drain_now_ns_);
-    if (tracker_->Add(token)) OnIteration(tracker_->last_event());
-    CheckBoundaryLost();
-  } else if (!pattern_boundary_) {
-    if (history_.size() >= options_.detection.max_history_ops && !detection_in_flight_) {
-      // Keep the most recent half: a loop longer than the history cannot be detected anyway.
-      history_.erase(history_.begin(), history_.begin() + history_.size() / 2);
-      next_detection_ops_ = history_.size() + history_.size() / 2;
-    }
-    history_.push_back(token);
+    IterationTracker& tracker = *loop_.tracker();
+    if (tracker.Add(token)) OnIteration(tracker.last_event());
+    if (loop_.CheckLost()) Publish(nullptr);
   }
   return true;
-}
-
-void ClientSession::HandleAlloc(const ipc::AllocRecord& alloc, bool detailed) {
-  if (static_cast<ipc::AllocKind>(alloc.kind) == ipc::AllocKind::kHost) return;
-  if (live_.size() < kMaxLiveAllocations || live_.count(alloc.id) != 0) {
-    live_[alloc.id] = LiveAllocation{alloc.bytes, alloc.swappable != 0};
-  }
-  if (detailed && detail_ == DetailState::kCollecting) {
-    builder_.AddAlloc(alloc.id, alloc.bytes, alloc.swappable != 0);
-  }
-}
-
-void ClientSession::HandleFree(std::uint64_t id, bool detailed) {
-  if (detailed && detail_ == DetailState::kCollecting) builder_.AddFree(id);
-  live_.erase(id);
-}
-
-void ClientSession::CheckBoundaryLost() {
-  // No boundary for four iterations' worth of ops (or a whole history when no iteration was
-  // ever cut): the loop changed under us; detect again from scratch.
-  const std::uint64_t ops = tracker_->iteration_ops();
-  const std::uint64_t limit = ops > 0 ? 4 * ops : options_.detection.max_history_ops;
-  if (pattern_boundary_ || tracker_->ops_since_boundary() <= limit) return;
-  spdlog::warn(
-      "client {} (pid {}): boundary signature not seen for {} ops (iteration was {} ops); "
-      "detecting again",
-      identity_.id, identity_.pid, tracker_->ops_since_boundary(), ops);
-  ++boundary_losses_;
-  shifts_before_ += tracker_->shifts();
-  iterations_before_ += tracker_->iterations();
-  tracker_.reset();
-  // Start the new history with the recent ops, oldest first.
-  const std::size_t kept =
-      static_cast<std::size_t>(std::min<std::uint64_t>(recent_count_, kRecentOps));
-  history_.clear();
-  for (std::uint64_t i = recent_count_ - kept; i < recent_count_; ++i) {
-    history_.push_back(recent_[i & (kRecentOps - 1)]);
-  }
-  next_detection_ops_ = kFirstDetectionOps;
-  Publish(nullptr);
-}
-
-bool ClientSession::WantsDetection(std::uint64_t now_ns) const {
-  if (tracker_ || pattern_boundary_ || detection_in_flight_) return false;
-  if (history_.size() >= next_detection_ops_) return true;
-  // A small history that grew a little and then stopped (the client paused or ended its loop)
-  // is tried again after a while: cheap, and otherwise it would wait for growth that never comes.
-  return history_.size() > last_detection_ops_ && history_.size() < kRetrySmallHistoryOps &&
-         now_ns - last_detection_ns_ > kDetectionRetryNs;
-}
-
-std::vector<std::uint32_t> ClientSession::TakeDetectionSnapshot(std::uint64_t now_ns) {
-  detection_in_flight_ = true;
-  last_detection_ops_ = history_.size();
-  last_detection_ns_ = now_ns;
-  return history_;
 }
 
 void ClientSession::InstallDetection(std::optional<Boundary> boundary,
                                      std::optional<IterationTracker> tracker,
                                      std::size_t snapshot_ops) {
-  detection_in_flight_ = false;
-  if (tracker_) return;  // a pattern override won meanwhile
-  if (!boundary || !tracker || snapshot_ops > history_.size()) {
-    next_detection_ops_ = std::max(history_.size(), snapshot_ops + snapshot_ops / 2) + 1;
+  if (!loop_.Install(boundary, std::move(tracker), snapshot_ops,
+                     [this](const IterationEvent& event) { OnIteration(event); })) {
     return;
   }
-  boundary_period_ = boundary->period;
-  tracker_ = std::move(tracker);
-  // The worker replayed the snapshot; the ops that arrived since go through the live path.
-  for (std::size_t i = snapshot_ops; i < history_.size(); ++i) {
-    if (tracker_->Add(history_[i])) OnIteration(tracker_->last_event());
-  }
-  history_.clear();
-  history_.shrink_to_fit();
+  const IterationTracker& installed = *loop_.tracker();
   std::string names;
   for (std::uint32_t token : boundary->signature) {
     auto it = names_.find(token);
@@ -333,9 +244,9 @@ void ClientSession::InstallDetection(std::optional<Boundary> boundary,
       "client {} (pid {}): iteration boundary detected: period {} ops, signature of {} "
       "op(s) [{}], confirmed over {} periods; {} iterations so far, stage {}",
       identity_.id, identity_.pid, boundary->period, boundary->signature.size(), names,
-      boundary->confirmed, tracker_->iterations(), StageName(tracker_->stage()));
+      boundary->confirmed, installed.iterations(), StageName(installed.stage()));
   Publish(nullptr);
-  if (tracker_->stage() != Stage::kWarmup && !profile_fresh_) {
+  if (installed.stage() != Stage::kWarmup && !recorder_.fresh()) {
     // The loop was already past WARMUP before we knew its boundary.
     StageStep step;
     step.before = Stage::kWarmup;
@@ -345,39 +256,39 @@ void ClientSession::InstallDetection(std::optional<Boundary> boundary,
 }
 
 void ClientSession::HandleMark(const ipc::IterationMarkRecord& mark) {
-  ++marks_;
   spdlog::debug("client {}: mark {} (generation {}, {} ops): interval {} took {} ns on the device",
                 identity_.id, mark.iteration, mark.generation, mark.ops, mark.timed_iteration,
                 mark.device_time_ns);
-  if (mark.generation != 0 && mark.iteration != 0) {
-    marks_carry_generation_ = true;
-    mark_generations_[mark.iteration % kMarkGenerations] = {mark.iteration, mark.generation};
-  }
-  if (mark.device_time_ns > 0) {
-    iteration_s_ = double(mark.device_time_ns) * 1e-9;
-    device_time_seen_ = true;
-  } else if (!device_time_seen_ && last_mark_host_ns_ != 0 &&
-             mark.host_time_ns > last_mark_host_ns_) {
-    iteration_s_ = double(mark.host_time_ns - last_mark_host_ns_) * 1e-9;
-  }
-  last_mark_host_ns_ = mark.host_time_ns;
-  last_mark_iteration_ = mark.iteration;
-  slot_metrics_->iteration_seconds->Set(iteration_s_);
-  if (detail_ == DetailState::kCollecting && builder_.ops() > 0) {
-    // This mark closes the detailed iteration: it ran from the previous boundary to this one.
-    detail_boundary_ = mark.iteration > 0 ? mark.iteration - 1 : 0;
-    FinishDetail(true);
-  } else if (profile_fresh_ && !profile_timed_) {
-    ++marks_since_detail_;
-  }
-  if (mark.device_time_ns > 0 && mark.timed_iteration != 0 && marks_carry_generation_) {
+  clock_.OnMark(mark);
+  slot_metrics_->iteration_seconds->Set(clock_.iteration_s());
+  recorder_.OnMark(mark.iteration);
+  if (mark.device_time_ns > 0 && mark.timed_iteration != 0 && clock_.carries_generation()) {
     OnTimedInterval(mark.timed_iteration, double(mark.device_time_ns) * 1e-9);
   } else if (mark.device_time_ns > 0) {
-    CreditLegacy(iteration_s_);  // a layout-1.0 shim: its marks do not say which interval
+    // A layout-1.0 shim's marks name neither the interval nor the generation: credit the
+    // generation the shim says is applied now, and time the profile with the first device time.
+    if (recorder_.fresh() && !recorder_.timed() && trials_.candidates().empty()) {
+      recorder_.Time(clock_.iteration_s(), "device");
+    }
+    trials_.CreditApplied(
+        segment_.header()->policy_generation_applied.load(std::memory_order_acquire),
+        clock_.iteration_s());
   }
-  if (profile_fresh_ && !profile_timed_ && !device_time_seen_ && marks_since_detail_ >= 3) {
+  if (recorder_.fresh() && !recorder_.timed() && !clock_.device_time_seen() &&
+      recorder_.marks_since_detail() >= 3) {
     // No device time from this client at all (older shim, no events): host time is all there is.
-    TimeProfile(iteration_s_, "host");
+    recorder_.Time(clock_.iteration_s(), "host");
+  }
+}
+
+void ClientSession::OnTimedInterval(std::uint64_t interval, double seconds) {
+  // Credited only to a generation in force at both ends (IterationClock::GenerationOver).
+  const std::optional<std::uint64_t> generation = clock_.GenerationOver(interval);
+  if (!generation) return;
+  recorder_.SampleInterval(interval, *generation, seconds, !trials_.candidates().empty());
+  if (trials_.Credit(*generation, seconds, stage() == Stage::kGenPolicy)) {
+    spdlog::debug("client {}: candidate generation {} measured {:.6f} s (interval {})",
+                  identity_.id, *generation, seconds, interval);
   }
 }
 
@@ -395,7 +306,7 @@ Health ClientSession::Housekeep(std::uint64_t now_ns) {
   ipc::SegmentHeader* header = segment_.header();
   header->daemon_heartbeat_ns.store(now_ns, std::memory_order_release);
   CopyCounters();
-  if (tracker_) UpdateStageHold(now_ns);  // a stalled hold lets go even while no op arrives
+  if (loop_.tracker()) UpdateStageHold(now_ns);  // a stalled hold lets go even while no op arrives
   if (header->client_exited.load(std::memory_order_acquire) != 0) {
     error_ = "client exited cleanly";
     return Health::kExited;

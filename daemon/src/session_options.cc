@@ -14,15 +14,15 @@ namespace chameleon::daemon {
 void ClientSession::OptionsChanged() {
   // Thresholds at the next iteration: the stage machine keeps its stage and stable-step count, so
   // a lowered n moves a client that already had enough stable steps on at its next step.
-  if (tracker_) tracker_->UpdateOptions(options_.detection);
+  if (loop_.tracker()) loop_.tracker()->UpdateOptions(options_.detection);
   // The next candidate is generated from the new policy base; candidates already published keep
   // the settings they were generated with (their measurements stay comparable to their
   // predictions). stage_n + 1 candidates, as at connection.
-  configs_ = policy::CandidateConfigs(options_.policy,
-                                      static_cast<std::uint32_t>(options_.detection.stage_n + 1));
+  trials_.SetConfigs(policy::CandidateConfigs(
+      options_.policy, static_cast<std::uint32_t>(options_.detection.stage_n + 1)));
   // New boundary patterns for a client whose loop was not found yet (the usual reason to add
   // one). A client with a boundary keeps it: switching would restart its stages mid-run.
-  if (tracker_ || pattern_boundary_ || options_.detection.boundary_patterns.empty()) return;
+  if (loop_.tracker() || loop_.pattern() || options_.detection.boundary_patterns.empty()) return;
   // The lowest matching token: the kernel seen first, as if the pattern had been there all along.
   std::uint32_t best = std::numeric_limits<std::uint32_t>::max();
   for (const auto& [token, name] : names_) {
@@ -31,7 +31,9 @@ void ClientSession::OptionsChanged() {
         [&](const std::string& p) { return fnmatch(p.c_str(), name.c_str(), 0) == 0; });
     if (matches) best = std::min(best, token);
   }
-  if (best != std::numeric_limits<std::uint32_t>::max()) ApplyPatternOverride(best, names_[best]);
+  if (best != std::numeric_limits<std::uint32_t>::max() && loop_.TryPattern(best, names_[best])) {
+    Publish(nullptr);
+  }
 }
 
 }  // namespace chameleon::daemon

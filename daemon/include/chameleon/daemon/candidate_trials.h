@@ -1,0 +1,97 @@
+// CandidateTrials: GEN_POLICY's candidate policies for one client (docs/detection.md §4): the
+// generator configurations to try, the candidates published from them with the best device time
+// measured under each, and the one STABLE chose.
+//
+// One candidate at a time: the next is generated once the last one has a measurement of its own.
+// The policy generation itself runs on a worker thread between Take() and Finished(); the object
+// is not thread-safe and only the loop thread touches it.
+//
+// Where later work goes: deduplicated candidates (two configurations that plan the same policy
+// need one measurement) belong here, as a lookup of a new result's policy among `candidates()`
+// that ClientSession::InstallCandidate consults before publishing it, crediting the earlier
+// candidate's measurement instead of measuring the same policy again. Per-client placement
+// destinations (host NUMA node, peer GPU) are a property of the configurations (configs_) and of
+// the policies they yield, not of this bookkeeping.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "chameleon/ipc/policy_blob.h"
+#include "chameleon/policy/generator.h"
+
+namespace chameleon::daemon {
+
+class CandidateTrials {
+ public:
+  struct Candidate {
+    std::uint64_t generation = 0;  ///< the mailbox generation it was published as
+    ipc::Policy policy;
+    double measured_s = 0;  ///< best device time of the intervals run entirely under it
+    std::uint32_t samples = 0;
+  };
+
+  explicit CandidateTrials(std::vector<policy::GeneratorOptions> configs)
+      : configs_(std::move(configs)) {}
+
+  /// New settings (a live options update): the next candidate is generated from them; those
+  /// already published keep theirs (their measurements stay comparable to their predictions).
+  void SetConfigs(std::vector<policy::GeneratorOptions> configs) { configs_ = std::move(configs); }
+  /// A new stable sequence: every configuration is tried again.
+  void Restart();
+  /// A GEN_POLICY step passed: a next candidate may be generated.
+  void StepPassed() { step_pending_ = true; }
+
+  /// The next candidate may be generated now (given a timed profile): none in flight, a step
+  /// passed, configurations left, and the last candidate measured (with marks that say which
+  /// interval ran under which policy; without them, one per step).
+  bool WantsNext(bool marks_carry_generation) const;
+  /// The next configuration; marks generation in flight. `*index` is its position.
+  policy::GeneratorOptions Take(std::uint32_t* index);
+  /// The worker finished: `error` is empty on success, else why no policy was planned.
+  void Finished(std::string error);
+  /// The candidate generated last was published as `generation`.
+  void Add(std::uint64_t generation, ipc::Policy policy);
+
+  /// Credits a device-timed interval run entirely under `generation`: to its candidate while
+  /// `measuring` (GEN_POLICY; frozen once STABLE chose) and to the chosen policy republished in
+  /// STABLE. True when this gave the last candidate its first measurement.
+  bool Credit(std::uint64_t generation, double seconds, bool measuring);
+  /// A layout-1.0 shim's marks say neither interval nor generation: credits the candidate the
+  /// shim says it applies now.
+  void CreditApplied(std::uint64_t applied, double seconds);
+
+  /// Work remains before every configuration is measured (given a timed profile and no other
+  /// reason to wait): a generation in flight, configurations left (`device_limited`: there is a
+  /// limit to plan for), or the last candidate unmeasured. False when the generator cannot plan
+  /// this profile at all.
+  bool Pending(bool device_limited) const;
+  /// The best measured device time; with no measurement at all, the first candidate.
+  const Candidate* Best() const;
+  /// STABLE: `best` (Best(), or nullptr) is chosen and was republished as `generation`.
+  void Choose(const Candidate* best, std::uint64_t generation);
+
+  /// Grows with each candidate taken, published and measured (the stage hold's progress).
+  std::uint64_t progress() const;
+  std::size_t configs() const { return configs_.size(); }
+  const std::vector<Candidate>& candidates() const { return candidates_; }
+  /// The candidates, the chosen one, the one in force (`applied` by the shim, with the last
+  /// iteration's `iteration_s`) and the last generation error, into chameleonctl's "policy".
+  void Describe(std::uint64_t applied, double iteration_s, nlohmann::json* out) const;
+
+ private:
+  std::vector<policy::GeneratorOptions> configs_;
+  std::vector<Candidate> candidates_;
+  std::uint32_t next_ = 0;     // index of the next configuration
+  bool step_pending_ = false;  // a GEN_POLICY step has passed since the last candidate
+  bool in_flight_ = false;
+  std::string error_;
+  std::optional<Candidate> chosen_;
+  std::uint64_t chosen_generation_ = 0;  // the chosen policy's generation republished in STABLE
+};
+
+}  // namespace chameleon::daemon

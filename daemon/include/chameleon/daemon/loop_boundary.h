@@ -1,0 +1,86 @@
+// LoopBoundary: where one client's iterations begin. Until a boundary is known it keeps the op
+// history that boundary detection runs on; once one is detected (or set by a boundary pattern)
+// it owns the IterationTracker that cuts iterations and runs the stage machine; when the
+// boundary is lost it restarts detection from the most recent ops.
+//
+// Detection itself runs on a worker thread over a snapshot (TakeSnapshot / Install). Not
+// thread-safe: only the loop thread touches it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chameleon/daemon/boundary_detector.h"
+#include "chameleon/daemon/client_identity.h"
+#include "chameleon/daemon/iteration_tracker.h"
+#include "chameleon/daemon/options.h"
+
+namespace chameleon::daemon {
+
+class LoopBoundary {
+ public:
+  /// `options` are the daemon's (they outlive this and change only on the loop thread).
+  LoopBoundary(const ClientIdentity& who, const DetectionOptions& options);
+
+  /// Per op. True when a boundary is known: the op is kept in the recent ring and the caller
+  /// feeds tracker(). False: it went to the detection history (none with a pattern boundary).
+  bool Remember(std::uint32_t token);
+  /// With a boundary known: no boundary for four iterations' worth of ops (or a whole history
+  /// when no iteration was ever cut) means the loop changed; the tracker is dropped and detection
+  /// starts again from the recent ops. True when that happened.
+  bool CheckLost();
+  /// While no boundary is known: `name` (token `token`) matching one of the boundary patterns
+  /// becomes the boundary. True when it did.
+  bool TryPattern(std::uint32_t token, const std::string& name);
+
+  bool WantsDetection(std::uint64_t now_ns) const;
+  /// Copies the history for the worker and marks detection in flight.
+  std::vector<std::uint32_t> TakeSnapshot(std::uint64_t now_ns);
+  /// Installs a worker's result; `tracker` has consumed the snapshot, and the ops that arrived
+  /// since are replayed into it, each iteration it cuts passed to `on_iteration`. True when the
+  /// boundary was installed.
+  bool Install(const std::optional<Boundary>& boundary, std::optional<IterationTracker> tracker,
+               std::size_t snapshot_ops,
+               const std::function<void(const IterationEvent&)>& on_iteration);
+
+  IterationTracker* tracker() { return tracker_ ? &*tracker_ : nullptr; }
+  const IterationTracker* tracker() const { return tracker_ ? &*tracker_ : nullptr; }
+  /// The boundary was set by a pattern (never lost, never detected).
+  bool pattern() const { return pattern_; }
+  /// Shifts and iterations over the client's life (trackers dropped when the boundary was lost
+  /// included).
+  std::uint64_t shifts() const { return shifts_before_ + (tracker_ ? tracker_->shifts() : 0); }
+  std::uint64_t iterations() const {
+    return iterations_before_ + (tracker_ ? tracker_->iterations() : 0);
+  }
+  std::uint64_t period() const { return period_; }
+  std::uint64_t losses() const { return losses_; }
+  std::size_t history_ops() const { return history_.size(); }
+
+ private:
+  /// The last ops while a boundary is known, so a new detection after a lost boundary sees where
+  /// the current iteration began (a power of two: indexed by a mask).
+  static constexpr std::size_t kRecentOps = 4096;
+
+  const ClientIdentity& who_;
+  const DetectionOptions& options_;
+  std::vector<std::uint32_t> history_;
+  std::vector<std::uint32_t> recent_;
+  std::uint64_t recent_count_ = 0;
+  std::size_t next_detection_ops_;
+  std::size_t last_detection_ops_ = 0;  // history size of the last attempt
+  std::uint64_t last_detection_ns_ = 0;
+  bool in_flight_ = false;
+  bool pattern_ = false;
+  std::uint64_t period_ = 0;
+  std::optional<IterationTracker> tracker_;
+  std::uint64_t losses_ = 0;
+  std::uint64_t shifts_before_ = 0;  // of trackers dropped when the boundary was lost
+  std::uint64_t iterations_before_ = 0;
+};
+
+}  // namespace chameleon::daemon

@@ -1,0 +1,127 @@
+#include "chameleon/daemon/candidate_trials.h"
+
+#include <nlohmann/json.hpp>
+
+namespace chameleon::daemon {
+namespace {
+
+/// Keeps the best interval: a policy's own cost (its stalls) recurs in every iteration it runs,
+/// a one-off host stall does not.
+void Sample(CandidateTrials::Candidate& c, double seconds) {
+  if (c.samples++ == 0 || seconds < c.measured_s) c.measured_s = seconds;
+}
+
+nlohmann::json PolicyJson(std::uint64_t generation, const ipc::Policy& policy, double measured_s) {
+  return {{"generation", generation},
+          {"swaps", policy.entries.size()},
+          {"predicted_iteration_s", policy.summary.predicted_iteration_s},
+          {"predicted_stall_s", policy.summary.predicted_stall_s},
+          {"predicted_peak_bytes", policy.summary.predicted_peak_bytes},
+          {"measured_iteration_s", measured_s}};
+}
+
+}  // namespace
+
+void CandidateTrials::Restart() {
+  candidates_.clear();
+  next_ = 0;
+  step_pending_ = true;
+}
+
+bool CandidateTrials::WantsNext(bool marks_carry_generation) const {
+  if (in_flight_ || !step_pending_ || next_ >= configs_.size()) return false;
+  return candidates_.empty() || !marks_carry_generation || candidates_.back().samples > 0;
+}
+
+policy::GeneratorOptions CandidateTrials::Take(std::uint32_t* index) {
+  in_flight_ = true;
+  step_pending_ = false;
+  *index = next_++;
+  return configs_[*index];
+}
+
+void CandidateTrials::Finished(std::string error) {
+  in_flight_ = false;
+  error_ = std::move(error);
+}
+
+void CandidateTrials::Add(std::uint64_t generation, ipc::Policy policy) {
+  candidates_.push_back(Candidate{generation, std::move(policy), 0, 0});
+}
+
+bool CandidateTrials::Credit(std::uint64_t generation, double seconds, bool measuring) {
+  bool first_of_last = false;
+  for (Candidate& c : candidates_) {
+    if (c.generation != generation || !measuring) continue;
+    Sample(c, seconds);
+    if (c.samples == 1 && &c == &candidates_.back()) {
+      step_pending_ = true;  // measured: the next one need not wait for another step
+      first_of_last = true;
+    }
+  }
+  if (chosen_ && chosen_generation_ != 0 && generation == chosen_generation_) {
+    Sample(*chosen_, seconds);
+  }
+  return first_of_last;
+}
+
+void CandidateTrials::CreditApplied(std::uint64_t applied, double seconds) {
+  for (Candidate& c : candidates_) {
+    if (c.generation == applied) Sample(c, seconds);
+  }
+}
+
+bool CandidateTrials::Pending(bool device_limited) const {
+  if (in_flight_) return true;
+  // The configurations vary C and the margin, not feasibility: nothing to measure.
+  if (candidates_.empty() && !error_.empty()) return false;
+  if (next_ < configs_.size()) return device_limited;
+  return !candidates_.empty() && candidates_.back().samples == 0;
+}
+
+const CandidateTrials::Candidate* CandidateTrials::Best() const {
+  const Candidate* best = candidates_.empty() ? nullptr : &candidates_.front();
+  for (const Candidate& c : candidates_) {
+    if (c.samples > 0 && (best->samples == 0 || c.measured_s < best->measured_s)) best = &c;
+  }
+  return best;
+}
+
+void CandidateTrials::Choose(const Candidate* best, std::uint64_t generation) {
+  if (best != nullptr) chosen_ = *best;
+  chosen_generation_ = generation;
+}
+
+std::uint64_t CandidateTrials::progress() const {
+  return next_ + candidates_.size() +
+         (!candidates_.empty() && candidates_.back().samples > 0 ? 1 : 0);
+}
+
+void CandidateTrials::Describe(std::uint64_t applied, double iteration_s,
+                               nlohmann::json* out) const {
+  nlohmann::json candidates = nlohmann::json::array();
+  for (const Candidate& c : candidates_) {
+    candidates.push_back(PolicyJson(c.generation, c.policy, c.measured_s));
+  }
+  // In force: a GEN_POLICY candidate, or the chosen one republished in STABLE under its own
+  // generation. Measured = the last iteration's device time.
+  const ipc::Policy* policy = nullptr;
+  for (const Candidate& c : candidates_) {
+    if (c.generation == applied) policy = &c.policy;
+  }
+  if (policy == nullptr && chosen_ && chosen_generation_ != 0 && applied == chosen_generation_) {
+    policy = &chosen_->policy;
+  }
+  nlohmann::json in_force{{"generation", applied}, {"measured_iteration_s", iteration_s}};
+  in_force["predicted_iteration_s"] =
+      policy != nullptr ? nlohmann::json(policy->summary.predicted_iteration_s) : nullptr;
+  in_force["swaps"] = policy != nullptr ? nlohmann::json(policy->entries.size()) : nullptr;
+  nlohmann::json& j = *out;
+  j["candidates"] = candidates;
+  j["chosen"] = chosen_ ? PolicyJson(chosen_->generation, chosen_->policy, chosen_->measured_s)
+                        : nlohmann::json(nullptr);
+  j["in_force"] = in_force;
+  j["error"] = error_;
+}
+
+}  // namespace chameleon::daemon

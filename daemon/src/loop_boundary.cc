@@ -1,0 +1,113 @@
+#include "chameleon/daemon/loop_boundary.h"
+
+#include <fnmatch.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace chameleon::daemon {
+namespace {
+
+/// First detection attempt once this many ops arrived; later ones when the history grew by half.
+constexpr std::size_t kFirstDetectionOps = 64;
+/// Histories below this size are retried after kDetectionRetryNs even without growing by half.
+constexpr std::size_t kRetrySmallHistoryOps = 1u << 16;
+constexpr std::uint64_t kDetectionRetryNs = 250'000'000;
+
+}  // namespace
+
+LoopBoundary::LoopBoundary(const ClientIdentity& who, const DetectionOptions& options)
+    : who_(who),
+      options_(options),
+      recent_(kRecentOps, 0),
+      next_detection_ops_(kFirstDetectionOps) {}
+
+bool LoopBoundary::Remember(std::uint32_t token) {
+  if (tracker_) {
+    recent_[recent_count_++ & (kRecentOps - 1)] = token;
+    return true;
+  }
+  if (pattern_) return false;
+  if (history_.size() >= options_.max_history_ops && !in_flight_) {
+    // Keep the most recent half: a loop longer than the history cannot be detected anyway.
+    history_.erase(history_.begin(), history_.begin() + history_.size() / 2);
+    next_detection_ops_ = history_.size() + history_.size() / 2;
+  }
+  history_.push_back(token);
+  return false;
+}
+
+bool LoopBoundary::CheckLost() {
+  const std::uint64_t ops = tracker_->iteration_ops();
+  const std::uint64_t limit = ops > 0 ? 4 * ops : options_.max_history_ops;
+  if (pattern_ || tracker_->ops_since_boundary() <= limit) return false;
+  spdlog::warn(
+      "client {} (pid {}): boundary signature not seen for {} ops (iteration was {} ops); "
+      "detecting again",
+      who_.id, who_.pid, tracker_->ops_since_boundary(), ops);
+  ++losses_;
+  shifts_before_ += tracker_->shifts();
+  iterations_before_ += tracker_->iterations();
+  tracker_.reset();
+  // Start the new history with the recent ops, oldest first.
+  const std::size_t kept =
+      static_cast<std::size_t>(std::min<std::uint64_t>(recent_count_, kRecentOps));
+  history_.clear();
+  for (std::uint64_t i = recent_count_ - kept; i < recent_count_; ++i) {
+    history_.push_back(recent_[i & (kRecentOps - 1)]);
+  }
+  next_detection_ops_ = kFirstDetectionOps;
+  return true;
+}
+
+bool LoopBoundary::TryPattern(std::uint32_t token, const std::string& name) {
+  for (const std::string& pattern : options_.boundary_patterns) {
+    if (fnmatch(pattern.c_str(), name.c_str(), 0) != 0) continue;
+    spdlog::info("client {} (pid {}): boundary set by pattern '{}': kernel '{}' (token {})",
+                 who_.id, who_.pid, pattern, name, token);
+    pattern_ = true;
+    tracker_.emplace(std::vector<std::uint32_t>{token}, options_);
+    history_.clear();
+    history_.shrink_to_fit();
+    return true;
+  }
+  return false;
+}
+
+bool LoopBoundary::WantsDetection(std::uint64_t now_ns) const {
+  if (tracker_ || pattern_ || in_flight_) return false;
+  if (history_.size() >= next_detection_ops_) return true;
+  // A small history that grew a little and then stopped (the client paused or ended its loop)
+  // is tried again after a while: cheap, and otherwise it would wait for growth that never comes.
+  return history_.size() > last_detection_ops_ && history_.size() < kRetrySmallHistoryOps &&
+         now_ns - last_detection_ns_ > kDetectionRetryNs;
+}
+
+std::vector<std::uint32_t> LoopBoundary::TakeSnapshot(std::uint64_t now_ns) {
+  in_flight_ = true;
+  last_detection_ops_ = history_.size();
+  last_detection_ns_ = now_ns;
+  return history_;
+}
+
+bool LoopBoundary::Install(const std::optional<Boundary>& boundary,
+                           std::optional<IterationTracker> tracker, std::size_t snapshot_ops,
+                           const std::function<void(const IterationEvent&)>& on_iteration) {
+  in_flight_ = false;
+  if (tracker_) return false;  // a pattern override won meanwhile
+  if (!boundary || !tracker || snapshot_ops > history_.size()) {
+    next_detection_ops_ = std::max(history_.size(), snapshot_ops + snapshot_ops / 2) + 1;
+    return false;
+  }
+  period_ = boundary->period;
+  tracker_ = std::move(tracker);
+  // The worker replayed the snapshot; the ops that arrived since go through the live path.
+  for (std::size_t i = snapshot_ops; i < history_.size(); ++i) {
+    if (tracker_->Add(history_[i])) on_iteration(tracker_->last_event());
+  }
+  history_.clear();
+  history_.shrink_to_fit();
+  return true;
+}
+
+}  // namespace chameleon::daemon

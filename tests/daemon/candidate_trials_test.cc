@@ -1,0 +1,153 @@
+#include "chameleon/daemon/candidate_trials.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace chameleon::daemon {
+namespace {
+
+/// Three configurations told apart by their margin.
+std::vector<policy::GeneratorOptions> ThreeConfigs() {
+  std::vector<policy::GeneratorOptions> configs(3);
+  for (std::size_t i = 0; i < configs.size(); ++i) configs[i].prefetch_margin = 0.1 * double(i);
+  return configs;
+}
+
+ipc::Policy PolicyPredicting(double seconds) {
+  ipc::Policy policy;
+  policy.summary.predicted_iteration_s = seconds;
+  return policy;
+}
+
+/// Takes the next configuration and publishes its candidate as `generation`.
+void TakeAndAdd(CandidateTrials& trials, std::uint64_t generation, double predicted) {
+  std::uint32_t index = 0;
+  trials.Take(&index);
+  trials.Finished("");
+  trials.Add(generation, PolicyPredicting(predicted));
+}
+
+TEST(CandidateTrials, OneCandidateAtATimeEachAfterTheLastIsMeasured) {
+  CandidateTrials trials(ThreeConfigs());
+  EXPECT_FALSE(trials.WantsNext(true));  // no GEN_POLICY step yet
+  trials.Restart();
+  ASSERT_TRUE(trials.WantsNext(true));
+  std::uint32_t index = 9;
+  EXPECT_DOUBLE_EQ(trials.Take(&index).prefetch_margin, 0.0);
+  EXPECT_EQ(index, 0u);
+  EXPECT_FALSE(trials.WantsNext(true));  // in flight
+  trials.Finished("");
+  trials.Add(5, PolicyPredicting(1.0));
+  trials.StepPassed();
+  EXPECT_FALSE(trials.WantsNext(true));  // candidate 5 not measured yet
+  EXPECT_TRUE(trials.WantsNext(false));  // 1.0 marks: one per step
+  // Its first measurement lets the next one go without waiting for another step.
+  EXPECT_TRUE(trials.Credit(5, 0.9, true));
+  EXPECT_TRUE(trials.WantsNext(true));
+  EXPECT_DOUBLE_EQ(trials.Take(&index).prefetch_margin, 0.1);
+  EXPECT_EQ(index, 1u);
+}
+
+TEST(CandidateTrials, CreditsTheBestIntervalOnlyWhileMeasuring) {
+  CandidateTrials trials(ThreeConfigs());
+  trials.Restart();
+  TakeAndAdd(trials, 5, 1.0);
+  EXPECT_FALSE(trials.Credit(5, 0.7, false));  // not GEN_POLICY: frozen
+  EXPECT_EQ(trials.candidates()[0].samples, 0u);
+  EXPECT_TRUE(trials.Credit(5, 0.9, true));
+  EXPECT_FALSE(trials.Credit(5, 0.8, true));  // not the first measurement
+  EXPECT_FALSE(trials.Credit(5, 1.2, true));  // a one-off stall does not count
+  EXPECT_FALSE(trials.Credit(4, 0.1, true));  // another generation's interval
+  EXPECT_EQ(trials.candidates()[0].samples, 3u);
+  EXPECT_DOUBLE_EQ(trials.candidates()[0].measured_s, 0.8);
+}
+
+TEST(CandidateTrials, BestIsTheFastestMeasuredOrTheFirstWhenNoneIs) {
+  CandidateTrials trials(ThreeConfigs());
+  EXPECT_EQ(trials.Best(), nullptr);
+  trials.Restart();
+  TakeAndAdd(trials, 5, 1.0);
+  TakeAndAdd(trials, 6, 1.0);
+  TakeAndAdd(trials, 7, 1.0);
+  EXPECT_EQ(trials.Best()->generation, 5u);  // nothing measured
+  trials.Credit(6, 0.9, true);
+  EXPECT_EQ(trials.Best()->generation, 6u);  // measured beats unmeasured
+  trials.Credit(7, 0.5, true);
+  trials.Credit(5, 0.6, true);
+  EXPECT_EQ(trials.Best()->generation, 7u);
+}
+
+TEST(CandidateTrials, TheChosenPolicyKeepsMeasuringUnderItsRepublishedGeneration) {
+  CandidateTrials trials(ThreeConfigs());
+  trials.Restart();
+  TakeAndAdd(trials, 5, 1.0);
+  trials.Credit(5, 0.9, true);
+  trials.Choose(trials.Best(), 8);
+  trials.Credit(8, 0.7, false);  // STABLE: the chosen copy is credited, the candidate frozen
+  nlohmann::json j;
+  trials.Describe(8, 0.7, &j);
+  EXPECT_EQ(j["chosen"]["measured_iteration_s"].get<double>(), 0.7);
+  EXPECT_EQ(j["candidates"][0]["measured_iteration_s"].get<double>(), 0.9);
+  EXPECT_EQ(j["in_force"]["generation"].get<std::uint64_t>(), 8u);
+  EXPECT_EQ(j["in_force"]["predicted_iteration_s"].get<double>(), 1.0);
+  // Under a generation nobody knows, nothing is predicted.
+  trials.Describe(99, 0.7, &j);
+  EXPECT_TRUE(j["in_force"]["predicted_iteration_s"].is_null());
+}
+
+TEST(CandidateTrials, PendingUntilEveryConfigurationIsMeasured) {
+  CandidateTrials trials(ThreeConfigs());
+  trials.Restart();
+  EXPECT_TRUE(trials.Pending(true));
+  EXPECT_FALSE(trials.Pending(false));  // no device limit: nothing to plan for
+  std::uint64_t generation = 5;
+  for (int i = 0; i < 3; ++i) {
+    std::uint32_t index = 0;
+    trials.Take(&index);
+    EXPECT_TRUE(trials.Pending(false));  // in flight
+    trials.Finished("");
+    trials.Add(generation, PolicyPredicting(1.0));
+    EXPECT_TRUE(trials.Pending(true));
+    trials.Credit(generation++, 1.0, true);
+  }
+  EXPECT_FALSE(trials.Pending(true));
+  EXPECT_EQ(trials.progress(), 3u + 3u + 1u);  // taken, published, the last measured
+}
+
+TEST(CandidateTrials, AProfileTheGeneratorCannotPlanIsNotPending) {
+  CandidateTrials trials(ThreeConfigs());
+  trials.Restart();
+  std::uint32_t index = 0;
+  trials.Take(&index);
+  trials.Finished("infeasible");
+  EXPECT_FALSE(trials.Pending(true));
+  nlohmann::json j;
+  trials.Describe(0, 0, &j);
+  EXPECT_EQ(j["error"], "infeasible");
+}
+
+TEST(CandidateTrials, LegacyCreditGoesToTheAppliedGeneration) {
+  CandidateTrials trials(ThreeConfigs());
+  trials.Restart();
+  TakeAndAdd(trials, 5, 1.0);
+  TakeAndAdd(trials, 6, 1.0);
+  trials.CreditApplied(6, 0.4);
+  EXPECT_EQ(trials.candidates()[0].samples, 0u);
+  EXPECT_EQ(trials.candidates()[1].samples, 1u);
+  EXPECT_DOUBLE_EQ(trials.candidates()[1].measured_s, 0.4);
+}
+
+TEST(CandidateTrials, RestartTriesEveryConfigurationAgain) {
+  CandidateTrials trials(ThreeConfigs());
+  trials.Restart();
+  TakeAndAdd(trials, 5, 1.0);
+  trials.Restart();
+  EXPECT_TRUE(trials.candidates().empty());
+  std::uint32_t index = 9;
+  trials.Take(&index);
+  EXPECT_EQ(index, 0u);
+}
+
+}  // namespace
+}  // namespace chameleon::daemon

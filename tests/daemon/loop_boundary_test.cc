@@ -1,0 +1,139 @@
+#include "chameleon/daemon/loop_boundary.h"
+
+#include <gtest/gtest.h>
+
+#include "synthetic_stream.h"
+
+namespace chameleon::daemon {
+namespace {
+
+using testing::LoopSpec;
+using testing::MakeLoop;
+
+class LoopBoundaryTest : public ::testing::Test {
+ protected:
+  /// Feeds `tokens` as the session does: to the history, or to the tracker once there is one.
+  void Feed(const std::vector<std::uint32_t>& tokens, std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i) {
+      if (!loop_.Remember(tokens[i])) continue;
+      if (loop_.tracker()->Add(tokens[i])) ++iterations_seen_;
+      lost_ += loop_.CheckLost() ? 1 : 0;
+    }
+  }
+
+  /// What the daemon's worker does with a snapshot (server.cc, Jobs::Detect).
+  bool DetectAndInstall(std::uint64_t now_ns) {
+    const std::vector<std::uint32_t> snapshot = loop_.TakeSnapshot(now_ns);
+    std::optional<Boundary> boundary = DetectBoundary(snapshot, {});
+    std::optional<IterationTracker> tracker;
+    if (boundary) {
+      tracker.emplace(boundary->signature, options_);
+      for (std::size_t i = boundary->first; i < snapshot.size(); ++i) tracker->Add(snapshot[i]);
+    }
+    return loop_.Install(boundary, std::move(tracker), snapshot.size(),
+                         [&](const IterationEvent&) { ++iterations_seen_; });
+  }
+
+  ClientIdentity who_;
+  DetectionOptions options_;
+  LoopBoundary loop_{who_, options_};
+  int iterations_seen_ = 0;
+  int lost_ = 0;
+};
+
+TEST_F(LoopBoundaryTest, TheFirstDetectionWaitsForSixtyFourOps) {
+  const auto stream = MakeLoop(LoopSpec{}, 10);
+  Feed(stream.tokens, 0, 63);
+  EXPECT_FALSE(loop_.WantsDetection(0));
+  Feed(stream.tokens, 63, 64);
+  EXPECT_TRUE(loop_.WantsDetection(0));
+  loop_.TakeSnapshot(0);
+  EXPECT_FALSE(loop_.WantsDetection(0));  // in flight
+}
+
+TEST_F(LoopBoundaryTest, AFailedDetectionWaitsForTheHistoryToGrowByHalf) {
+  const auto stream = MakeLoop(LoopSpec{}, 10);
+  Feed(stream.tokens, 0, 64);
+  const auto snapshot = loop_.TakeSnapshot(0);
+  EXPECT_FALSE(loop_.Install(std::nullopt, std::nullopt, snapshot.size(), [](auto&) {}));
+  Feed(stream.tokens, 64, 96);
+  EXPECT_FALSE(loop_.WantsDetection(1));  // 96 < 64 + 32 + 1
+  Feed(stream.tokens, 96, 97);
+  EXPECT_TRUE(loop_.WantsDetection(1));
+}
+
+TEST_F(LoopBoundaryTest, ASmallStalledHistoryIsRetriedAfterAQuarterSecond) {
+  const auto stream = MakeLoop(LoopSpec{}, 10);
+  Feed(stream.tokens, 0, 64);
+  const auto snapshot = loop_.TakeSnapshot(1'000);
+  loop_.Install(std::nullopt, std::nullopt, snapshot.size(), [](auto&) {});
+  Feed(stream.tokens, 64, 70);
+  EXPECT_FALSE(loop_.WantsDetection(1'000 + 250'000'000));
+  EXPECT_TRUE(loop_.WantsDetection(1'000 + 250'000'001));
+}
+
+TEST_F(LoopBoundaryTest, ADetectedBoundaryReplaysTheOpsThatArrivedMeanwhile) {
+  const auto stream = MakeLoop(LoopSpec{}, 20);
+  const std::size_t detect_at = stream.step_starts[6];
+  Feed(stream.tokens, 0, detect_at);
+  const std::vector<std::uint32_t> snapshot = loop_.TakeSnapshot(0);
+  Feed(stream.tokens, detect_at, stream.step_starts[9]);  // the worker is busy
+  std::optional<Boundary> boundary = DetectBoundary(snapshot, {});
+  ASSERT_TRUE(boundary.has_value());
+  std::optional<IterationTracker> tracker;
+  tracker.emplace(boundary->signature, options_);
+  for (std::size_t i = boundary->first; i < snapshot.size(); ++i) tracker->Add(snapshot[i]);
+  const std::uint64_t before = tracker->iterations();
+  ASSERT_TRUE(loop_.Install(boundary, std::move(tracker), snapshot.size(),
+                            [&](const IterationEvent&) { ++iterations_seen_; }));
+  EXPECT_EQ(iterations_seen_, 3);  // three whole periods arrived after the snapshot
+  EXPECT_EQ(loop_.iterations(), before + 3);
+  EXPECT_EQ(loop_.history_ops(), 0u);
+  EXPECT_EQ(loop_.period(), boundary->period);
+  EXPECT_FALSE(loop_.WantsDetection(~0ull));
+  EXPECT_FALSE(loop_.pattern());
+}
+
+TEST_F(LoopBoundaryTest, ALostBoundaryRestartsDetectionFromTheRecentOps) {
+  const auto stream = MakeLoop(LoopSpec{}, 20);
+  Feed(stream.tokens, 0, stream.step_starts[6]);
+  ASSERT_TRUE(DetectAndInstall(0));
+  Feed(stream.tokens, stream.step_starts[6], stream.step_starts[10]);
+  const std::uint64_t iterations = loop_.iterations();
+  const std::uint64_t ops = loop_.tracker()->iteration_ops();
+  ASSERT_GT(ops, 0u);
+  // A different loop: the old signature never comes again.
+  std::vector<std::uint32_t> other;
+  for (std::uint64_t i = 0; i <= 4 * ops; ++i) other.push_back(100 + i % 7);
+  Feed(other, 0, other.size());
+  EXPECT_EQ(lost_, 1);
+  EXPECT_EQ(loop_.losses(), 1u);
+  EXPECT_EQ(loop_.tracker(), nullptr);
+  EXPECT_EQ(loop_.iterations(), iterations);  // kept over the life of the client
+  // Every op since the boundary was installed: the recent ring (it did not wrap), then history.
+  EXPECT_EQ(loop_.history_ops(), stream.step_starts[10] - stream.step_starts[6] + other.size());
+  EXPECT_TRUE(loop_.WantsDetection(0));
+}
+
+TEST_F(LoopBoundaryTest, APatternSetsTheBoundaryAndIsNeverLost) {
+  options_.boundary_patterns = {"step_*"};
+  EXPECT_FALSE(loop_.TryPattern(7, "gemm"));
+  EXPECT_TRUE(loop_.TryPattern(9, "step_start"));
+  EXPECT_TRUE(loop_.pattern());
+  ASSERT_NE(loop_.tracker(), nullptr);
+  EXPECT_EQ(loop_.tracker()->signature(), std::vector<std::uint32_t>{9});
+  std::vector<std::uint32_t> tokens;
+  for (int i = 0; i < 5; ++i) tokens.insert(tokens.end(), {9, 30, 31, 32});
+  for (int i = 0; i < 100; ++i) tokens.push_back(40);  // no boundary for a long while
+  Feed(tokens, 0, tokens.size());
+  EXPECT_EQ(iterations_seen_, 4);
+  EXPECT_EQ(lost_, 0);
+  EXPECT_FALSE(loop_.WantsDetection(~0ull));
+  // A late detection result loses to the pattern.
+  EXPECT_FALSE(
+      loop_.Install(Boundary{{30}, 4, 0, 3}, IterationTracker({30}, options_), 0, [](auto&) {}));
+  EXPECT_EQ(loop_.tracker()->signature(), std::vector<std::uint32_t>{9});
+}
+
+}  // namespace
+}  // namespace chameleon::daemon
