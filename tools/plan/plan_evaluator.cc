@@ -173,8 +173,14 @@ void PlanEvaluator::RouteTraffic(const PlanGenome& g, PlanEvaluation& e) const {
 }
 
 void PlanEvaluator::Summarise(PlanEvaluation& e, double t_ref) const {
-  for (const StageReport& r : e.stages) e.t_max = std::max(e.t_max, r.compute_time + r.comm_time);
-  e.iteration_time = (p_.micro_batches + p_.stages - 1) * e.t_max;
+  double sum = 0;
+  for (const StageReport& r : e.stages) {
+    e.t_max = std::max(e.t_max, r.compute_time + r.comm_time);
+    sum += r.compute_time + r.comm_time;
+  }
+  // 1F1B: the first micro-batch passes every stage once (fill and drain), the other m − 1 are
+  // paced by the slowest stage.
+  e.iteration_time = sum + (p_.micro_batches - 1) * e.t_max;
   e.tokens_per_s = static_cast<double>(p_.micro_batches) * p_.model.micro_batch * p_.model.seq /
                    e.iteration_time;
   e.link_utilisation.resize(e.link_bytes.size());
@@ -184,7 +190,11 @@ void PlanEvaluator::Summarise(PlanEvaluation& e, double t_ref) const {
   }
   const double capacity = static_cast<double>(p_.wafer.dram_per_die) * p_.wafer.dies();
   e.dram_utilisation = std::accumulate(e.die_used.begin(), e.die_used.end(), 0.0) / capacity;
-  e.fitness = topology::TimeCostFitness(e.t_max, e.global_cost, t_ref);
+  // WATOS's t_max, taken as the iteration time per pipeline slot: equal to t_max when the
+  // stages are balanced, and unlike the bare maximum it improves whenever any stage gets faster,
+  // which gives the search a slope across the plateaus of max().
+  const double t_slot = e.iteration_time / (p_.micro_batches + p_.stages - 1);
+  e.fitness = topology::TimeCostFitness(t_slot, e.global_cost, t_ref);
   if (!e.fits) {
     e.fitness += kInfeasibleScale * t_ref * (1 + static_cast<double>(e.shortfall) / capacity);
   }

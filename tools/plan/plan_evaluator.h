@@ -40,8 +40,8 @@ struct PlanEvaluation {
   double t_max = 0;           ///< slowest stage, per micro-batch
   double iteration_time = 0;  ///< 1F1B: (micro-batches + stages − 1) × t_max
   double tokens_per_s = 0;
-  double global_cost = 0;  ///< Σ hops × bytes / link bandwidth, seconds
-  double fitness = 0;
+  double global_cost = 0;       ///< Σ hops × bytes / link bandwidth, seconds
+  double fitness = 0;           ///< TimeCostFitness(iteration / (m + p − 1), GlobalCost)
   double dram_utilisation = 0;  ///< bytes held / bytes on the wafer
   double peak_link_utilisation = 0;
   std::vector<StageReport> stages;

@@ -24,10 +24,18 @@ int ChooseDiesPerStage(int dies, int layers, int requested) {
     }
     return requested;
   }
+  // The pipeline is paced by its fullest stage: ceil(layers / stages) layers on dies / stages
+  // dies. Minimise ceil(layers / stages) × stages (the layer slots the slowest stage forces on
+  // every stage); on a tie keep more stages (less tensor-parallel traffic).
+  int best = dies;
+  long best_slots = -1;
   for (int k = 1; k <= dies; ++k) {
-    if (dies % k == 0 && dies / k <= layers) return k;
+    const int stages = dies / k;
+    if (dies % k != 0 || stages > layers) continue;
+    const long slots = static_cast<long>((layers + stages - 1) / stages) * stages;
+    if (best_slots < 0 || slots < best_slots) best = k, best_slots = slots;
   }
-  return dies;
+  return best;
 }
 
 }  // namespace

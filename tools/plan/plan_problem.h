@@ -17,7 +17,7 @@ struct PlanOptions {
   /// and second moments (12). GPT-175B: 175e9 × 16 = 2.8 TB before activations.
   double bytes_per_param = 16;
   double mfu = 0.5;        ///< achieved fraction of peak FLOP/s (our assumption)
-  int dies_per_stage = 0;  ///< tensor-parallel dies per stage; 0 = fewest with stages ≤ layers
+  int dies_per_stage = 0;  ///< tensor-parallel dies per stage; 0 = the most balanced split
 };
 
 struct PlanProblem {

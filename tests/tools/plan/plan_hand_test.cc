@@ -60,10 +60,15 @@ TEST_F(TwoByTwoPlan, ShouldMatchTheHandComputedTimesAndLinkLoads) {
   const double t_max = 0.168 + (2e6 + 28e6 / 3) / 1e9 + 2e6 / 1e9 + 2e-7;
   EXPECT_NEAR(e.stages[1].compute_time, 0.168, 1e-12);
   EXPECT_NEAR(e.t_max, t_max, 1e-12);
-  EXPECT_NEAR(e.iteration_time, 7 * t_max, 1e-12);  // (4 micro-batches + 4 stages − 1)
-  EXPECT_NEAR(e.tokens_per_s, 4 * 1000 / (7 * t_max), 1e-6);
+  // Other stages: 0 sends 2e6 forward (0.170 s + 1 hop), 2 sends 2e6 each way, 3 backward.
+  const double others = (0.170 + 1e-7) + (0.172 + 2e-7) + (0.170 + 1e-7);
+  // 1F1B: every stage once (fill and drain) plus 3 more micro-batches at t_max.
+  const double iteration = others + t_max + 3 * t_max;
+  EXPECT_NEAR(e.iteration_time, iteration, 1e-12);
+  EXPECT_NEAR(e.tokens_per_s, 4 * 1000 / iteration, 1e-6);
   EXPECT_NEAR(e.link_utilisation[t.LinkIndex(0, 2)], 24e6 / (1e9 * t_max), 1e-12);
-  EXPECT_NEAR(e.fitness, t_max * (1 + 0.062 / 1.0), 1e-12);
+  // Fitness: the time per pipeline slot, iteration / (4 + 4 − 1), × (1 + GlobalCost / t_ref).
+  EXPECT_NEAR(e.fitness, iteration / 7 * (1 + 0.062 / 1.0), 1e-12);
 }
 
 TEST_F(TwoByTwoPlan, ShouldTradeMemoryForTimeWhenStageZeroRecomputesItsMlp) {

@@ -64,6 +64,24 @@ TEST(PlanFitTest, ShouldAnswerGpt175bOnConfig1WithAShortfallNotAFailure) {
   EXPECT_GE(static_cast<double>(r.evaluation.shortfall), ModelParams(p.model) * 16 - 56 * 48e9);
 }
 
+TEST(PlanProblemTest, ShouldSplitLayersSoThatNoStageHoldsMoreThanItMust) {
+  const auto c1 = *topology::WaferPreset("config1");
+  // 80 layers on 56 dies: 8 stages of 10 layers on 7 dies (8 × 10 = 80 layer slots) beats
+  // 56 stages of up to 2 (112 slots) and 28 of up to 3 (84).
+  const PlanProblem p = MakeProblem(c1, *ModelPreset("llama3-70b"), {});
+  EXPECT_EQ(p.stages, 8);
+  EXPECT_EQ(p.dies_per_stage, 7);
+  for (const auto& layers : p.stage_layers) EXPECT_EQ(layers.size(), 10u);
+  PlanOptions forced;
+  forced.dies_per_stage = 1;
+  const PlanProblem deep = MakeProblem(c1, *ModelPreset("llama3-70b"), forced);
+  EXPECT_EQ(deep.stages, 56);
+  EXPECT_EQ(deep.stage_layers.front().size(), 1u);  // the 24 extra layers go to the last stages
+  EXPECT_EQ(deep.stage_layers.back().size(), 2u);
+  forced.dies_per_stage = 5;
+  EXPECT_THROW(MakeProblem(c1, *ModelPreset("llama3-70b"), forced), std::invalid_argument);
+}
+
 TEST(PlanSearchTest, ShouldBeDeterministicForASeed) {
   const PlanProblem p =
       MakeProblem(*topology::WaferPreset("config1"), *ModelPreset("llama3-70b"), {});
