@@ -47,6 +47,24 @@ TEST(PlanCliTest, ShouldAnswerAModelThatDoesNotFitWithExitZero) {
   EXPECT_GT(j["shortfall_bytes"].get<double>(), 0);
 }
 
+TEST(PlanCliTest, ShouldWriteOneSquarePerDieAndOneBarPerLinkToTheSvg) {
+  const std::string path = ::testing::TempDir() + "/plan_heat.svg";
+  ASSERT_EQ(RunPlan("--model llama2-30b --generations 2 --json --svg " + path).status, 0);
+  FILE* f = std::fopen(path.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string svg;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) svg.append(buf, n);
+  std::fclose(f);
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  std::size_t rects = 0;
+  for (std::size_t at = svg.find("<rect"); at != std::string::npos;
+       at = svg.find("<rect", at + 1)) {
+    ++rects;
+  }
+  EXPECT_EQ(rects, 56u + 97u);  // 7 × 8 dies; 6 × 8 + 7 × 7 = 97 neighbour pairs
+}
+
 TEST(PlanCliTest, ShouldRejectAnUnknownTopologyWithExitOne) {
   EXPECT_EQ(RunPlan("--model gpt-175b --topology wafer:config2").status, 1);
 }
