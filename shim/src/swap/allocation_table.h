@@ -41,7 +41,8 @@ struct Allocation {
   Fence* ready = nullptr;             ///< consumers wait on this (swap-in / reclaim done)
   Fence* out_done = nullptr;          ///< swap-out copy done
   CUstream last_stream = nullptr;
-  std::atomic<std::uint32_t>* flags = nullptr;  ///< caller's word; kSwappedOut / kSwapInFlight mirrored (allocation_flags.h)
+  std::atomic<std::uint32_t>* flags =
+      nullptr;  ///< caller's word; kSwappedOut / kSwapInFlight mirrored (allocation_flags.h)
   bool adopted = false;  ///< Adopt: the VA is the program's (never address-freed here)
   CUmemGenericAllocationHandle host_map = 0;  ///< swapped out, VA mapped to host memory
 };

@@ -78,7 +78,8 @@ TEST(TraceReader, ShouldReadBothSchemasIntoTheSameTree) {
 TEST(TraceReader, ShouldTreatAProfilerRootWithAnAbsentParentAsARoot) {
   json doc = {{"schema", "1.0.1"}, {"pid", 1}, {"nodes", json::array()}};
   doc["nodes"].push_back(testing::Node101({2, 1, "[pytorch|profiler|execution_graph|thread]"}));
-  doc["nodes"].push_back(testing::Node101({3, 2, "aten::mul", {Tensor(1, 5, 8)}, {Tensor(2, 6, 8)}}));
+  doc["nodes"].push_back(
+      testing::Node101({3, 2, "aten::mul", {Tensor(1, 5, 8)}, {Tensor(2, 6, 8)}}));
   const Trace t = ParseTrace(doc.dump(), "cut.json");
   ASSERT_EQ(t.nodes.size(), 2u);
   EXPECT_EQ(t.nodes[0].parent, -1);

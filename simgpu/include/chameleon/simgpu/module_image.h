@@ -43,14 +43,14 @@ struct KernelEntry {
   const char* name;
   KernelHostFn fn;
   KernelCostFn cost;
-  std::uint32_t param_count;            ///< <= kMaxKernelParams
+  std::uint32_t param_count;  ///< <= kMaxKernelParams
   ParamLayout params[kMaxKernelParams];
 };
 
 /// The image itself. It must outlive the module (simgpu keeps pointers into it).
 struct ModuleImage {
-  std::uint32_t magic;      ///< kModuleImageMagic
-  std::uint32_t version;    ///< kModuleImageVersion
+  std::uint32_t magic;    ///< kModuleImageMagic
+  std::uint32_t version;  ///< kModuleImageVersion
   std::uint32_t kernel_count;
   std::uint32_t reserved;
   const KernelEntry* kernels;
