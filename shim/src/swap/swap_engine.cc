@@ -2,6 +2,8 @@
 // the job (see the header for the list).
 #include "swap/swap_engine.h"
 
+#include "swap/release_all.h"
+
 namespace chameleon::shim::swap {
 
 SwapEngine::SwapEngine(const DriverApi& api, const SwapEngineOptions& options,
@@ -14,14 +16,7 @@ SwapEngine::~SwapEngine() {
   std::lock_guard lock(mu_);
   transfers_->SyncStreams();
   free_ranges_->Drop();
-  table_.ForEach([&](Allocation& a) {
-    if (a.mapped) vmm_->Unmap(a.va, a.span);
-    if (!a.adopted) vmm_->FreeAddress(a.va, a.span);
-    transfers_->ReleaseCopy(&a);
-    fences_->Unref(a.ready);
-    fences_->Unref(a.out_done);
-  });
-  table_.Clear();
+  ReleaseAllAllocations(table_, *vmm_, *transfers_, *fences_);
   adopted_.reset();
   residency_.reset();
   host_maps_.reset();

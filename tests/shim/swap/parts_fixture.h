@@ -15,6 +15,7 @@
 #include "swap/free_range_cache.h"
 #include "swap/host_mapper.h"
 #include "swap/host_pool.h"
+#include "swap/release_all.h"
 #include "swap/residency_manager.h"
 #include "swap/transfer_scheduler.h"
 #include "swap/unmap_batcher.h"
@@ -59,14 +60,7 @@ class PartsFixture : public SwapFixture {
     EXPECT_CU(ctx_sync_());
     unmaps_->Flush(/*all=*/true);
     free_ranges_->Drop();
-    table_.ForEach([&](sw::Allocation& a) {
-      if (a.mapped) vmm_->Unmap(a.va, a.span);
-      if (!a.adopted) vmm_->FreeAddress(a.va, a.span);
-      transfers_->ReleaseCopy(&a);
-      fences_->Unref(a.ready);
-      fences_->Unref(a.out_done);
-    });
-    table_.Clear();
+    sw::ReleaseAllAllocations(table_, *vmm_, *transfers_, *fences_);
     host_.reset();
     chunks_.reset();
     fences_.reset();
