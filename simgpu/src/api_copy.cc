@@ -3,6 +3,8 @@
 #include <cstring>
 
 #include "api.h"
+#include "fault_hook.h"
+#include "sparse_copy.h"
 
 using namespace chameleon::simgpu;
 
@@ -72,9 +74,13 @@ CUresult Copy(CUdeviceptr dst, CUdeviceptr src, std::size_t n, CUstream h, bool 
   const Endpoint sr = Where(src, own);
   OpSpec op;
   op.cost = CopyCost(d, sr, n);
-  op.work = [dst, src, n] {
-    std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
-  };
+  // Sparse memory (docs/simgpu.md): only written source extents move; the time is still that of
+  // n bytes. The backing is looked up now, while a cuMemFreeAsync queued later cannot have
+  // unregistered either range yet.
+  const Backing db = BackingOf(dst, n);
+  const Backing sb = BackingOf(src, n);
+  const Skip skip = OnDevice(d) && sr.place == Place::kPinnedHost ? FaultHookSkip(n) : Skip{};
+  op.work = [dst, src, n, db, sb, skip] { SparseMove(dst, db, src, sb, n, skip); };
   SIMGPU_TRY(s->Submit(std::move(op)));
   const bool host = !OnDevice(d) || !OnDevice(sr);
   const bool pageable = d.place == Place::kPageableHost || sr.place == Place::kPageableHost;
@@ -98,8 +104,11 @@ CUresult Memset(CUdeviceptr dst, T value, std::size_t count, CUstream h, bool pt
   op.cost.kind = OpCost::Kind::kCopy;
   op.cost.bytes = static_cast<double>(count * sizeof(T));
   op.cost.bandwidth = OnDevice(d) ? cfg.hbm_bandwidth : cfg.host_link_bandwidth;
-  op.work = [dst, value, count] {
+  const Backing db = BackingOf(dst, count * sizeof(T));
+  op.work = [dst, value, count, db] {
     T* p = reinterpret_cast<T*>(dst);
+    // Zeroes drop written pages instead of committing fresh ones (sparse memory).
+    if (value == 0 && SparseZero(dst, db, count * sizeof(T))) return;
     if constexpr (sizeof(T) == 1) {
       std::memset(p, value, count);
     } else {

@@ -14,6 +14,16 @@ namespace {
 
 constexpr std::size_t kAllocAlign = 512;  // what cuMemAlloc guarantees; also the charge quantum
 
+// Sparse memory (docs/simgpu.md): an allocation costs host RAM only for the pages written. With
+// transparent huge pages set to "always" one written word would commit 2 MiB, so they are off for
+// simulated memory (the madvise default leaves them off anyway; failure only costs RAM).
+void* MapSparse(std::size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p != MAP_FAILED) madvise(p, bytes, MADV_NOHUGEPAGE);
+  return p;
+}
+
 std::size_t RoundUp(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
 
 void RaiseMax(std::atomic<std::uint64_t>& peak, std::uint64_t v) {
@@ -93,7 +103,7 @@ CUresult FreeAsync(CUdeviceptr ptr, CUstream h, bool pt) {
 CUresult HostAlloc(void** pp, std::size_t bytes) {
   if (!TheDriver()) return CUDA_ERROR_NOT_INITIALIZED;
   if (!pp || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* p = MapSparse(bytes);
   if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
   Range r;
   r.base = reinterpret_cast<std::uintptr_t>(p);
@@ -116,8 +126,7 @@ CUresult AllocDevice(Device* dev, std::size_t bytes, MemPool* pool, CUdeviceptr*
   const bool ok =
       pool && stream ? pool->ChargeStreamOrdered(dev, stream, charge) : dev->Charge(charge);
   if (!ok) return CUDA_ERROR_OUT_OF_MEMORY;
-  void* p = mmap(nullptr, charge, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* p = MapSparse(charge);
   if (p == MAP_FAILED) {
     dev->Uncharge(charge);
     return CUDA_ERROR_OUT_OF_MEMORY;

@@ -12,6 +12,7 @@
 #include "call_counter.h"
 #include "driver.h"
 #include "fault_guard.h"
+#include "fault_hook.h"
 #include "stream.h"
 
 namespace chameleon::simgpu {
@@ -96,6 +97,7 @@ CUresult InitDriver() {
   std::call_once(once, [] {
     Config cfg;
     std::string error = LoadConfig(&cfg);
+    if (error.empty()) error = LoadFaultHook();
     if (!error.empty()) {
       std::fprintf(stderr, "simgpu: cuInit failed: %s\n", error.c_str());
       result = CUDA_ERROR_INVALID_VALUE;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <vector>
 
 namespace chameleon::simgpu {
 
@@ -43,11 +44,23 @@ struct Reservation {
   struct Mapping {
     std::size_t size;
     Chunk* chunk;
+    std::size_t chunk_offset = 0;  ///< where in the chunk's memfd the mapping starts
+  };
+  /// A mapped piece of a range: `len` bytes at reservation offset `at`, backed by `fd` from
+  /// `file_offset` on.
+  struct Piece {
+    std::size_t at;
+    std::size_t len;
+    int fd;
+    std::uint64_t file_offset;
   };
   std::mutex mu;
   std::map<std::size_t, Mapping> maps;  ///< by offset
 
   Location LocationAt(std::size_t offset);
+  /// Appends the pieces that back [offset, offset + len) to `out`, in order; false (and `out`
+  /// unchanged) if part of the range is not mapped.
+  bool PiecesIn(std::size_t offset, std::size_t len, std::vector<Piece>* out);
 };
 
 }  // namespace chameleon::simgpu

@@ -192,7 +192,7 @@ CUresult VmmMap(CUdeviceptr ptr, std::size_t size, std::size_t offset,
                  static_cast<off_t>(offset));
   if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
   c->refs.fetch_add(1, std::memory_order_acq_rel);
-  res->maps.emplace(at, Reservation::Mapping{size, c});
+  res->maps.emplace(at, Reservation::Mapping{size, c, offset});
   return CUDA_SUCCESS;
 }
 

@@ -1,0 +1,165 @@
+#include "sparse_copy.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "driver.h"
+#include "reservation.h"
+#include "written_extents.h"
+
+namespace chameleon::simgpu {
+namespace {
+
+constexpr int kForeignFd = -2;    // Seg::fd of memory simgpu does not own
+constexpr int kAnonymousFd = -1;  // Seg::fd of private anonymous memory
+
+// A stretch of an endpoint with one backing store.
+struct Seg {
+  std::uintptr_t addr;
+  std::size_t len;
+  int fd;                     // kForeignFd, kAnonymousFd or the memfd of a VMM chunk
+  std::uint64_t file_offset;  // for a memfd
+};
+
+// Per-worker scratch, so that steady-state copies allocate nothing (and a fault inside a copy,
+// which abandons the frame, leaks nothing).
+thread_local std::vector<Seg> t_segs;
+thread_local std::vector<Extent> t_src;
+thread_local std::vector<Extent> t_dst;
+thread_local std::vector<Reservation::Piece> t_pieces;
+
+void Segments(std::uintptr_t addr, std::size_t n, const Backing& b, std::vector<Seg>* out) {
+  out->clear();
+  if (b.kind == Backing::Kind::kAnonymous) {
+    out->push_back(Seg{addr, n, kAnonymousFd, 0});
+    return;
+  }
+  t_pieces.clear();
+  if (b.kind == Backing::Kind::kReservation &&
+      b.reservation->PiecesIn(addr - b.reservation_base, n, &t_pieces)) {
+    for (const auto& p : t_pieces)
+      out->push_back(Seg{b.reservation_base + p.at, p.len, p.fd, p.file_offset});
+    return;
+  }
+  out->push_back(Seg{addr, n, kForeignFd, 0});  // or partly unmapped: the copy faults as before
+}
+
+// Appends the written extents of [addr, addr + len) of `seg` (the whole range if unknown).
+void Written(const Seg& seg, std::uintptr_t addr, std::size_t len, std::vector<Extent>* out) {
+  bool ok = false;
+  if (seg.fd == kAnonymousFd) {
+    ok = WrittenExtents::ScanAnonymous(addr, len, out);
+  } else if (seg.fd >= 0) {
+    ok = WrittenExtents::ScanMemfd(seg.fd, seg.file_offset + (addr - seg.addr), addr, len, out);
+  }
+  if (!ok) out->push_back(Extent{addr, addr + len});
+}
+
+// Calls fn(begin, end) for the parts of [begin, end) outside [skip_begin, skip_end).
+template <typename Fn>
+void Outside(std::uintptr_t begin, std::uintptr_t end, std::uintptr_t skip_begin,
+             std::uintptr_t skip_end, Fn fn) {
+  if (skip_begin >= skip_end || end <= skip_begin || begin >= skip_end) {
+    if (begin < end) fn(begin, end);
+    return;
+  }
+  if (begin < skip_begin) fn(begin, skip_begin);
+  if (skip_end < end) fn(skip_end, end);
+}
+
+// Zeroes [x, y) of `seg`: whole pages are dropped (private anonymous memory reads back as zeros
+// after MADV_DONTNEED; MADV_REMOVE punches the hole into a memfd), partial pages written.
+void Clear(const Seg& seg, std::uintptr_t x, std::uintptr_t y) {
+  const std::uintptr_t page = WrittenExtents::PageSize();
+  const std::uintptr_t px = (x + page - 1) / page * page;
+  const std::uintptr_t py = y / page * page;
+  if (seg.fd == kForeignFd || px >= py) {
+    std::memset(reinterpret_cast<void*>(x), 0, y - x);
+    return;
+  }
+  const int advice = seg.fd == kAnonymousFd ? MADV_DONTNEED : MADV_REMOVE;
+  if (madvise(reinterpret_cast<void*>(px), py - px, advice) != 0)
+    std::memset(reinterpret_cast<void*>(px), 0, py - px);
+  std::memset(reinterpret_cast<void*>(x), 0, px - x);
+  std::memset(reinterpret_cast<void*>(py), 0, y - py);
+}
+
+// Makes [a, b) of the destination read as zeros, touching only pages that hold data.
+void Hole(const std::vector<Seg>& dst, std::uintptr_t a, std::uintptr_t b, std::uintptr_t sb,
+          std::uintptr_t se) {
+  for (const Seg& seg : dst) {
+    const std::uintptr_t x = std::max(a, seg.addr);
+    const std::uintptr_t y = std::min(b, seg.addr + seg.len);
+    if (x >= y) continue;
+    t_dst.clear();
+    Written(seg, x, y - x, &t_dst);
+    for (const Extent& e : t_dst)
+      Outside(e.begin, e.end, sb, se, [&](auto p, auto q) { Clear(seg, p, q); });
+  }
+}
+
+void DenseMove(std::uintptr_t dst, std::uintptr_t src, std::size_t n, Skip skip) {
+  Outside(0, n, skip.begin, skip.end, [&](std::uintptr_t a, std::uintptr_t b) {
+    std::memmove(reinterpret_cast<void*>(dst + a), reinterpret_cast<const void*>(src + a), b - a);
+  });
+}
+
+}  // namespace
+
+Backing BackingOf(std::uintptr_t addr, std::size_t n) {
+  Backing b;
+  const auto r = TheDriver()->registry.Find(addr);
+  if (!r || n > r->size || addr - r->base > r->size - n) return b;
+  if (r->kind == RangeKind::kDevice || (r->kind == RangeKind::kPinnedHost && !r->external)) {
+    b.kind = Backing::Kind::kAnonymous;
+  } else if (r->kind == RangeKind::kReservation) {
+    b.kind = Backing::Kind::kReservation;
+    b.reservation = r->reservation;
+    b.reservation_base = r->base;
+  }
+  return b;
+}
+
+void SparseMove(std::uintptr_t dst, const Backing& d, std::uintptr_t src, const Backing& s,
+                std::size_t n, Skip skip) {
+  const bool overlap = dst < src + n && src < dst + n;
+  if (n == 0) return;
+  if (overlap || s.kind == Backing::Kind::kForeign) return DenseMove(dst, src, n, skip);
+  Segments(src, n, s, &t_segs);
+  t_src.clear();
+  for (const Seg& seg : t_segs) Written(seg, seg.addr, seg.len, &t_src);
+  // The written source extents are copied; the gaps between them become destination holes.
+  std::size_t pos = 0;
+  bool holes = false;
+  for (const Extent& e : t_src) {
+    holes = holes || e.begin - src > pos;
+    Outside(e.begin - src, e.end - src, skip.begin, skip.end, [&](std::uintptr_t a, auto b) {
+      std::memcpy(reinterpret_cast<void*>(dst + a), reinterpret_cast<const void*>(src + a), b - a);
+    });
+    pos = e.end - src;
+  }
+  if (!holes && pos == n) return;
+  Segments(dst, n, d, &t_segs);
+  pos = 0;
+  const std::uintptr_t sb = dst + skip.begin;
+  const std::uintptr_t se = dst + skip.end;
+  for (const Extent& e : t_src) {
+    if (e.begin - src > pos) Hole(t_segs, dst + pos, dst + (e.begin - src), sb, se);
+    pos = e.end - src;
+  }
+  if (pos < n) Hole(t_segs, dst + pos, dst + n, sb, se);
+}
+
+bool SparseZero(std::uintptr_t dst, const Backing& d, std::size_t n) {
+  if (d.kind == Backing::Kind::kForeign) return false;
+  Segments(dst, n, d, &t_segs);
+  for (const Seg& seg : t_segs)
+    if (seg.fd == kForeignFd) return false;  // partly unmapped: let the memset fault
+  Hole(t_segs, dst, dst + n, 0, 0);
+  return true;
+}
+
+}  // namespace chameleon::simgpu
