@@ -63,6 +63,7 @@ void ClientSession::Describe(bool detailed, nlohmann::json* out) const {
                    {"period_ops", loop_.period()},
                    {"source", loop_.pattern() ? "pattern" : (tracker ? "detected" : "none")},
                    {"losses", loop_.losses()},
+                   {"replaced", loop_.replaced()},
                    {"history_ops", loop_.history_ops()}};
   nlohmann::json shift_log = nlohmann::json::array();
   if (tracker) {

@@ -23,6 +23,9 @@ namespace {
 
 /// The trace every replay test here runs (CMake cache variable CHAMELEON_TRACES_DIR).
 const std::string kResNetTrace = CHAMELEON_TRACES_DIR "/resnet_1gpu_et.json.gz";
+/// Megatron-LM GPT forward, rank 0 (docs/replay.md): 40 identical layers, one aten::max a step.
+const std::string kMegatronTrace = CHAMELEON_TRACES_DIR "/megatron_et_0.json.gz";
+const std::string kMegatronKineto = CHAMELEON_TRACES_DIR "/megatron_kineto_0.json.gz";
 
 class TrainerTest : public DaemonTest {
  protected:
@@ -286,6 +289,35 @@ TEST_F(TrainerTest, AllCandidatesAreMeasuredAndTheFastestChosen) {
   EXPECT_LT(d["stage_hold_steps"].get<int>(), 8 * (options_.detection.stage_n + 1));
   std::printf("STABLE at iteration %d, %d GEN_POLICY steps held for candidates\n",
               d["stable_at_iteration"].get<int>(), d["stage_hold_steps"].get<int>());
+}
+
+// `--boundary-pattern aten::max` on the replayed Megatron trace. Its kernel names reach the daemon
+// as they are first launched, and detection takes a repeated layer for the iteration before the
+// step's one aten::max is launched: the pattern must still win when its kernel appears.
+class PatternReplayTest : public TrainerTest {
+  void Configure(DaemonOptions* options) override {
+    options->detection.boundary_patterns = {"aten::max"};
+  }
+};
+
+TEST_F(PatternReplayTest, ShouldCutTheReplayedMegatronTraceAtTheBoundaryPattern) {
+  ASSERT_TRUE(test_support::RequiredFile(kMegatronTrace,
+                                         "trace (CMake cache variable CHAMELEON_TRACES_DIR)"));
+  std::string text;
+  RunToEnd({kMegatronTrace, "--kineto", kMegatronKineto, "--iterations", "4"}, &text, replay_);
+  const std::uint64_t ops_4 = OpsTotal();
+  const auto d =
+      RunToEnd({kMegatronTrace, "--kineto", kMegatronKineto, "--iterations", "10"}, &text, replay_);
+  const std::uint64_t ops_10 = OpsTotal() - ops_4;
+  // Ground truth: six more replayed iterations add exactly six iterations' ops.
+  ASSERT_EQ((ops_10 - ops_4) % 6, 0u) << ops_4 << " ops in 4 iterations, " << ops_10 << " in 10";
+  const std::uint64_t ops_per_iteration = (ops_10 - ops_4) / 6;
+  ASSERT_TRUE(d.is_object());
+  EXPECT_EQ(d["boundary"]["source"], "pattern") << d.dump(2);
+  ASSERT_EQ(d["boundary"]["names"].size(), 1u) << d.dump(2);
+  EXPECT_EQ(d["boundary"]["names"][0], "aten::max");
+  EXPECT_EQ(d["iteration_ops"].get<std::uint64_t>(), ops_per_iteration) << d.dump(2);
+  EXPECT_EQ(d["shifts"].get<int>(), 0) << d.dump(2);
 }
 
 }  // namespace
