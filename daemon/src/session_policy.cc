@@ -146,7 +146,9 @@ void ClientSession::InstallCandidate(CandidateResult result) {
     return;
   }
   if (stage() != Stage::kGenPolicy) return;  // a shift overtook it
-  if (const CandidateTrials::Candidate* same = trials_.Find(result.policy)) {
+  const CandidateTrials::Candidate* same =
+      options_.deduplicate_candidates ? trials_.Find(result.policy) : nullptr;
+  if (same != nullptr) {
     // The shim would run it exactly like the earlier one: its measurement stands for both.
     spdlog::info(
         "client {} (pid {}): candidate {} plans the same {} swaps as generation {}; not "

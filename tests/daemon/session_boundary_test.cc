@@ -41,7 +41,9 @@ TEST_F(SessionBoundaryTest, ShouldForgetTheProfileWhenTheBoundaryIsLost) {
   const auto first_request = client->header()->detail_request_seq.load();
   // Another loop altogether (a 12-op step without the old signature): the boundary is lost and
   // detected again, and the old loop's profile must not plan anything for the new one.
-  for (int step = 0; step < 40; ++step) {
+  // Enough of it that the new loop is most of the history detection runs on (the ops since the
+  // old boundary was installed come first in it).
+  for (int step = 0; step < 300; ++step) {
     for (std::uint32_t t = 90; t < 102; ++t) ASSERT_TRUE(client->Launch(t));
     client->Heartbeat();
   }

@@ -8,13 +8,13 @@
 
 namespace {
 
-struct Run {
+struct CliResult {
   int status = -1;
   std::string out;
 };
 
-Run Bound(const std::string& args) {
-  Run run;
+CliResult Bound(const std::string& args) {
+  CliResult run;
   const std::string command = std::string(CHAMELEON_BOUND_PATH) + " " + args + " 2>/dev/null";
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return run;
@@ -27,7 +27,7 @@ Run Bound(const std::string& args) {
 
 TEST(BoundCli, ShouldPrintTheBoundAndItsTermsAsJson) {
   // The hand-computed case of transfer_bound_test.cc: X = A = 30 GB, link 1.2 s, phases 2.4 s.
-  const Run run = Bound(
+  const CliResult run = Bound(
       "--peak 40GB --limit 10GB --out-bw 25GB --in-bw 25GB --unlimited-s 1.0 --forward-s 0.4");
   ASSERT_EQ(run.status, 0) << run.out;
   const auto j = nlohmann::json::parse(run.out);
@@ -39,7 +39,7 @@ TEST(BoundCli, ShouldPrintTheBoundAndItsTermsAsJson) {
 }
 
 TEST(BoundCli, ShouldSayInfeasibleBelowTheLargestOpAndRejectBadInput) {
-  const Run infeasible = Bound(
+  const CliResult infeasible = Bound(
       "--peak 10GB --limit 3GB --out-bw 25GB --in-bw 25GB --unlimited-s 0.5 --forward-s 0.2 "
       "--largest-op 3GB --reserve 64MiB");
   ASSERT_EQ(infeasible.status, 0) << infeasible.out;
