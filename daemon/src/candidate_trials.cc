@@ -2,8 +2,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstring>
+#include <type_traits>
+
 namespace chameleon::daemon {
 namespace {
+
+// Find() compares entries bytewise.
+static_assert(std::has_unique_object_representations_v<ipc::SwapEntry>);
 
 /// Keeps the best interval: a policy's own cost (its stalls) recurs in every iteration it runs,
 /// a one-off host stall does not.
@@ -25,6 +31,7 @@ nlohmann::json PolicyJson(std::uint64_t generation, const ipc::Policy& policy, d
 void CandidateTrials::Restart() {
   candidates_.clear();
   next_ = 0;
+  duplicates_ = 0;
   step_pending_ = true;
 }
 
@@ -47,6 +54,25 @@ void CandidateTrials::Finished(std::string error) {
 
 void CandidateTrials::Add(std::uint64_t generation, ipc::Policy policy) {
   candidates_.push_back(Candidate{generation, std::move(policy), 0, 0});
+}
+
+const CandidateTrials::Candidate* CandidateTrials::Find(const ipc::Policy& policy) const {
+  for (const Candidate& c : candidates_) {
+    const auto& a = c.policy.entries;
+    const auto& b = policy.entries;
+    // SwapEntry has no padding (56 bytes of fixed-width fields, ipc/policy_blob.h): bytewise
+    // equality is field equality.
+    if (a.size() == b.size() && c.policy.excluded == policy.excluded &&
+        (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0)) {
+      return &c;
+    }
+  }
+  return nullptr;
+}
+
+void CandidateTrials::AddDuplicate() {
+  ++duplicates_;
+  step_pending_ = true;  // nothing new to measure: the next configuration may go now
 }
 
 bool CandidateTrials::Credit(std::uint64_t generation, double seconds, bool measuring) {
@@ -93,7 +119,7 @@ void CandidateTrials::Choose(const Candidate* best, std::uint64_t generation) {
 }
 
 std::uint64_t CandidateTrials::progress() const {
-  return next_ + candidates_.size() +
+  return next_ + candidates_.size() + duplicates_ +
          (!candidates_.empty() && candidates_.back().samples > 0 ? 1 : 0);
 }
 
@@ -122,6 +148,7 @@ void CandidateTrials::Describe(std::uint64_t applied, double iteration_s,
                         : nlohmann::json(nullptr);
   j["in_force"] = in_force;
   j["error"] = error_;
+  j["duplicates"] = duplicates_;
 }
 
 }  // namespace chameleon::daemon

@@ -60,8 +60,12 @@ Health ClientSession::Drain(std::uint64_t now_ns) {
   drain_now_ns_ = now_ns;
   const bool names_ok = names_reader_.ReadNew([this](std::uint32_t token, std::string_view name) {
     auto [it, inserted] = names_.emplace(token, std::string(name));
-    if (inserted && !loop_.tracker() && !options_.detection.boundary_patterns.empty() &&
+    // Kernel names arrive when first launched: a pattern's kernel may come after detection
+    // settled on another period, and it wins then too (LoopBoundary::TryPattern).
+    if (inserted && !loop_.pattern() && !options_.detection.boundary_patterns.empty() &&
         loop_.TryPattern(token, it->second)) {
+      ForgetProfile();
+      slot_metrics_->stage->Set(static_cast<double>(stage()));
       Publish(nullptr);
     }
   });
@@ -221,7 +225,10 @@ bool ClientSession::HandleOp(std::uint32_t token, const ipc::RecordView& record)
     UpdateStageHold(drain_now_ns_);
     IterationTracker& tracker = *loop_.tracker();
     if (tracker.Add(token)) OnIteration(tracker.last_event());
-    if (loop_.CheckLost()) Publish(nullptr);
+    if (loop_.CheckLost()) {
+      ForgetProfile();
+      Publish(nullptr);
+    }
   }
   return true;
 }
@@ -255,11 +262,21 @@ void ClientSession::InstallDetection(std::optional<Boundary> boundary,
   }
 }
 
+void ClientSession::ForgetProfile() {
+  // A profile of the old iteration would plan swaps for ops at positions that no longer exist
+  // (issue 18: six candidates planned from a 20-op layer, all refused).
+  recorder_.Forget();
+  trials_.Restart();
+}
+
 void ClientSession::HandleMark(const ipc::IterationMarkRecord& mark) {
   spdlog::debug("client {}: mark {} (generation {}, {} ops): interval {} took {} ns on the device",
                 identity_.id, mark.iteration, mark.generation, mark.ops, mark.timed_iteration,
                 mark.device_time_ns);
   clock_.OnMark(mark);
+  const ipc::SegmentHeader* h = segment_.header();
+  traffic_.OnMark(mark.iteration, h->swap_out_bytes.load(std::memory_order_relaxed),
+                  h->swap_in_bytes.load(std::memory_order_relaxed));
   slot_metrics_->iteration_seconds->Set(clock_.iteration_s());
   recorder_.OnMark(mark.iteration);
   if (mark.device_time_ns > 0 && mark.timed_iteration != 0 && clock_.carries_generation()) {
@@ -285,7 +302,16 @@ void ClientSession::OnTimedInterval(std::uint64_t interval, double seconds) {
   // Credited only to a generation in force at both ends (IterationClock::GenerationOver).
   const std::optional<std::uint64_t> generation = clock_.GenerationOver(interval);
   if (!generation) return;
-  recorder_.SampleInterval(interval, *generation, seconds, !trials_.candidates().empty());
+  // The profile wants the compute time: without a policy the safety net's synchronous copies
+  // are in the device time, and the plan's simulator adds its own stalls on top.
+  double compute_s = seconds;
+  if (const std::optional<SwapTraffic::Moved> moved = traffic_.During(interval)) {
+    const double net_s = SwapTraffic::Seconds(*moved, options_.policy.host_bandwidth_bytes_per_s);
+    if (net_s < seconds) compute_s = seconds - net_s;
+  }
+  // Candidates of an older profile (before a shift) do not stop the next one being timed.
+  recorder_.SampleInterval(interval, *generation, compute_s,
+                           recorder_.fresh() && !trials_.candidates().empty());
   if (trials_.Credit(*generation, seconds, stage() == Stage::kGenPolicy)) {
     spdlog::debug("client {}: candidate generation {} measured {:.6f} s (interval {})",
                   identity_.id, *generation, seconds, interval);

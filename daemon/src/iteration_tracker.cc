@@ -75,6 +75,10 @@ bool IterationTracker::Cut() {
     if (event.step.after == Stage::kStable && first_stable_iteration_ == 0) {
       first_stable_iteration_ = event.index;
     }
+    if (event.step.after == Stage::kStable && event.step.changed()) {
+      stable_log_.push_back(event.index);
+      if (stable_log_.size() > kShiftLog) stable_log_.pop_front();
+    }
     if (event.step.shift) {
       shift_log_.push_back(event.index);
       if (shift_log_.size() > kShiftLog) shift_log_.pop_front();

@@ -61,10 +61,24 @@ bool LoopBoundary::CheckLost() {
 }
 
 bool LoopBoundary::TryPattern(std::uint32_t token, const std::string& name) {
+  if (pattern_) return false;
   for (const std::string& pattern : options_.boundary_patterns) {
     if (fnmatch(pattern.c_str(), name.c_str(), 0) != 0) continue;
-    spdlog::info("client {} (pid {}): boundary set by pattern '{}': kernel '{}' (token {})",
-                 who_.id, who_.pid, pattern, name, token);
+    if (tracker_) {
+      // The kernel appeared only after detection had settled on a period (a replayed trace's
+      // once-per-step op comes after dozens of identical layers): the person who named it knows
+      // the loop better than the detector.
+      spdlog::info(
+          "client {} (pid {}): boundary set by pattern '{}': kernel '{}' (token {}), replacing "
+          "the detected period of {} ops",
+          who_.id, who_.pid, pattern, name, token, period_);
+      shifts_before_ += tracker_->shifts();
+      iterations_before_ += tracker_->iterations();
+      ++replaced_;
+    } else {
+      spdlog::info("client {} (pid {}): boundary set by pattern '{}': kernel '{}' (token {})",
+                   who_.id, who_.pid, pattern, name, token);
+    }
     pattern_ = true;
     tracker_.emplace(std::vector<std::uint32_t>{token}, options_);
     history_.clear();

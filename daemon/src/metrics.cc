@@ -111,6 +111,10 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                       .Name("chameleon_policy_generations_total")
                       .Help("Policies published to the client")
                       .Register(r);
+  empty_stable_ = &BuildCounter()
+                       .Name("chameleon_policy_empty_stable_total")
+                       .Help("STABLE reached under a device limit with an empty or refused plan")
+                       .Register(r);
   drained_ = &BuildCounter()
                   .Name("chameleon_records_drained_total")
                   .Help("Ring records read by the daemon")
@@ -154,6 +158,7 @@ SlotMetrics& Metrics::Slot(std::uint32_t slot) {
   m.iterations = &iterations_->Add(labels);
   m.shifts = &shifts_->Add(labels);
   m.generations = &generations_->Add(labels);
+  m.empty_stable = &empty_stable_->Add(labels);
   m.drained = &drained_->Add(labels);
   m.dropped = &dropped_->Add(labels);
   m.ops = &ops_->Add(labels);

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace chameleon::daemon {
 namespace {
 
@@ -23,6 +25,22 @@ void ProfileRecorder::Restart() {
   timed_ = false;
   attempts_ = 0;
   Request();
+}
+
+void ProfileRecorder::Forget() {
+  if (in_progress()) {
+    header_->control_flags.fetch_and(~std::uint32_t{ipc::kControlDetailedIteration},
+                                     std::memory_order_acq_rel);
+  }
+  state_ = State::kIdle;
+  profile_.reset();
+  fresh_ = false;
+  timed_ = false;
+  attempts_ = 0;
+  samples_ = 0;
+  best_s_ = 0;
+  early_count_ = 0;
+  clock_.clear();
 }
 
 void ProfileRecorder::Request() {
@@ -98,10 +116,31 @@ void ProfileRecorder::Finish(std::uint64_t boundary) {
   samples_ = 0;
   best_s_ = 0;
   state_ = State::kDone;
+  TimeEarly();
+}
+
+void ProfileRecorder::TimeEarly() {
+  // Intervals of the same sequence that ran before the detailed one, under no policy with swaps
+  // (the timing floor): as good as the ones after it, and already measured.
+  const std::size_t n = std::min(early_count_, kEarlySamples);
+  for (std::size_t i = 0; i < n; ++i) {
+    const EarlySample& e = early_[i];
+    if (e.interval < sample_from_ || e.interval >= detail_boundary_ ||
+        e.generation < timing_floor_) {
+      continue;
+    }
+    if (samples_++ == 0 || e.seconds < best_s_) best_s_ = e.seconds;
+  }
+  early_count_ = 0;
+  if (samples_ >= kProfileSamples) Time(best_s_, "device");
 }
 
 void ProfileRecorder::SampleInterval(std::uint64_t interval, std::uint64_t generation,
                                      double seconds, bool candidates_published) {
+  if (!fresh_ && !candidates_published) {
+    early_[early_count_++ % kEarlySamples] = {interval, generation, seconds};
+    return;
+  }
   if (!fresh_ || timed_ || candidates_published || interval <= detail_boundary_ ||
       generation < timing_floor_) {
     return;

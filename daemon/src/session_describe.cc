@@ -63,6 +63,7 @@ void ClientSession::Describe(bool detailed, nlohmann::json* out) const {
                    {"period_ops", loop_.period()},
                    {"source", loop_.pattern() ? "pattern" : (tracker ? "detected" : "none")},
                    {"losses", loop_.losses()},
+                   {"replaced", loop_.replaced()},
                    {"history_ops", loop_.history_ops()}};
   nlohmann::json shift_log = nlohmann::json::array();
   if (tracker) {
@@ -70,6 +71,11 @@ void ClientSession::Describe(bool detailed, nlohmann::json* out) const {
     j["discarded_iterations"] = tracker->discarded();
   }
   j["shift_iterations"] = shift_log;
+  nlohmann::json stable_log = nlohmann::json::array();
+  if (tracker) {
+    for (std::uint64_t index : tracker->stable_log()) stable_log.push_back(index);
+  }
+  j["stable_iterations"] = stable_log;
   j["stable_at_iteration"] = tracker ? tracker->first_stable_iteration() : 0;
   // GEN_POLICY steps beyond stage_n while candidates were measured (docs/detection.md §4).
   j["stage_hold_steps"] = tracker ? tracker->held_steps() : 0;

@@ -27,6 +27,10 @@ void ClientSession::OnIteration(const IterationEvent& event) {
         identity_.id, identity_.pid, event.index, event.comparison.similarity,
         event.comparison.previous_ops, event.comparison.ops);
   }
+  if (event.comparison.has_previous && !event.comparison.stable) {
+    // Its mark comes right after this op: the new sequence's intervals begin at the next one.
+    recorder_.NewSequence(clock_.last_boundary() + 1);
+  }
   if (event.step.changed()) OnStageChange(event.step);
   if (stage() == Stage::kGenPolicy) trials_.StepPassed();
 }
@@ -40,17 +44,35 @@ void ClientSession::OnStageChange(const StageStep& step) {
     trials_.Restart();
     recorder_.Restart();
     Publish(nullptr);
-    // The profile's iteration time must come from iterations run without the old policy.
-    recorder_.SetTimingFloor(publisher_.generation());
+    // The profile's iteration time must come from iterations run without the old policy: any
+    // since the last policy with swaps was replaced (WARMUP's included).
+    recorder_.SetTimingFloor(no_swaps_since_);
   } else if (step.after == Stage::kStable) {
     // The best measured device time wins.
     const CandidateTrials::Candidate* best = trials_.Best();
+    ReportEmptyStable(best);
     Publish(best != nullptr ? &best->policy : nullptr);
     // Iterations under the republished policy keep measuring the chosen one.
     trials_.Choose(best, best != nullptr ? publisher_.generation() : 0);
   } else {
     Publish(nullptr);  // WARMUP: the old triggers no longer match the sequence
   }
+}
+
+void ClientSession::ReportEmptyStable(const CandidateTrials::Candidate* best) {
+  if (DeviceLimit() == 0 || disabled_) return;  // nothing to plan for
+  // An empty plan is right when the profile fits (no refusal); after a refusal, or with no plan
+  // at all, the client runs on the safety net alone.
+  const bool refused = !trials_.error().empty();
+  if (best != nullptr && (!best->policy.entries.empty() || !refused)) return;
+  slot_metrics_->empty_stable->Increment();
+  spdlog::warn(
+      "client {} (pid {}): STABLE without a plan ({}): {}; the safety net does all the "
+      "swapping",
+      identity_.id, identity_.pid,
+      best == nullptr ? "no candidate published" : "only an empty candidate",
+      refused ? trials_.error()
+              : (recorder_.fresh() ? "no candidate was generated" : "no fresh profile"));
 }
 
 bool ClientSession::CandidatesPending() const {
@@ -85,10 +107,21 @@ std::uint64_t ClientSession::DeviceLimit() const {
                               devices.front().total_memory);
 }
 
+bool ClientSession::ProfileFitsIteration() const {
+  // A second line of defence behind ForgetProfile: a profile far from the iteration's length is
+  // of another iteration (a detailed iteration cut at a boundary since replaced). Within 2x: a
+  // dynamic loop's modes and the detailed iteration's own cut differ by less.
+  const IterationTracker* tracker = loop_.tracker();
+  const auto& profile = recorder_.profile();
+  if (tracker == nullptr || !profile) return false;
+  const std::uint64_t ops = tracker->iteration_ops(), recorded = profile->ops.size();
+  return ops == 0 || (2 * recorded >= ops && recorded <= 2 * ops);
+}
+
 bool ClientSession::WantsGeneration() const {
   return stage() == Stage::kGenPolicy && recorder_.fresh() && recorder_.profile() &&
          recorder_.timed() && trials_.WantsNext(clock_.carries_generation()) &&
-         DeviceLimit() != 0 && !disabled_;
+         DeviceLimit() != 0 && !disabled_ && ProfileFitsIteration();
 }
 
 std::pair<std::shared_ptr<const policy::Profile>, policy::GeneratorOptions>
@@ -113,7 +146,17 @@ void ClientSession::InstallCandidate(CandidateResult result) {
     return;
   }
   if (stage() != Stage::kGenPolicy) return;  // a shift overtook it
-  // Deduplication would look the policy up among trials_.candidates() here, before publishing.
+  const CandidateTrials::Candidate* same =
+      options_.deduplicate_candidates ? trials_.Find(result.policy) : nullptr;
+  if (same != nullptr) {
+    // The shim would run it exactly like the earlier one: its measurement stands for both.
+    spdlog::info(
+        "client {} (pid {}): candidate {} plans the same {} swaps as generation {}; not "
+        "published",
+        identity_.id, identity_.pid, result.index, result.policy.entries.size(), same->generation);
+    trials_.AddDuplicate();
+    return;
+  }
   Publish(&result.policy);
   const ipc::PolicySummary& summary = result.policy.summary;
   spdlog::info(
@@ -128,6 +171,13 @@ void ClientSession::Publish(const ipc::Policy* base) {
   const IterationTracker* tracker = loop_.tracker();
   publisher_.Publish(base, stage(), tracker ? tracker->iteration_ops() : 0,
                      tracker ? tracker->signature() : std::vector<std::uint32_t>{});
+  const bool swaps = base != nullptr && !base->entries.empty();
+  if (swaps) {
+    swaps_published_ = true;
+  } else if (swaps_published_) {
+    swaps_published_ = false;
+    no_swaps_since_ = publisher_.generation();
+  }
 }
 
 void ClientSession::CopyCounters() {

@@ -149,5 +149,70 @@ TEST(CandidateTrials, RestartTriesEveryConfigurationAgain) {
   EXPECT_EQ(index, 0u);
 }
 
+/// A policy of `swaps` entries told apart by their bytes (`base` + i).
+ipc::Policy PolicyWithSwaps(int swaps, std::uint64_t base, double predicted) {
+  ipc::Policy policy = PolicyPredicting(predicted);
+  for (int i = 0; i < swaps; ++i) {
+    ipc::SwapEntry e{};
+    e.bytes = base + std::uint64_t(i);
+    e.out_token = 40;
+    policy.entries.push_back(e);
+  }
+  return policy;
+}
+
+TEST(CandidateTrials, ShouldCollapseCandidatesThatPlanTheSameSwaps) {
+  CandidateTrials trials(ThreeConfigs());
+  trials.Restart();
+  std::uint32_t index = 0;
+  trials.Take(&index);
+  trials.Finished("");
+  const ipc::Policy first = PolicyWithSwaps(2, 100, 1.0);
+  ASSERT_EQ(trials.Find(first), nullptr);
+  trials.Add(5, first);
+  trials.Credit(5, 0.9, true);
+  const std::uint64_t before = trials.progress();
+  // The second configuration plans the same swaps (its prediction differs: another margin).
+  trials.Take(&index);
+  trials.Finished("");
+  const ipc::Policy same = PolicyWithSwaps(2, 100, 1.2);
+  const CandidateTrials::Candidate* found = trials.Find(same);
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(found->generation, 5u);
+  trials.AddDuplicate();
+  EXPECT_EQ(trials.duplicates(), 1u);
+  EXPECT_GT(trials.progress(), before);  // the stage hold sees progress
+  // Nothing new to measure: the third configuration is wanted without another step.
+  EXPECT_TRUE(trials.WantsNext(true));
+  trials.Take(&index);
+  EXPECT_EQ(index, 2u);
+  trials.Finished("");
+  // One entry different, or the same entries with another exclusion list: a distinct policy.
+  EXPECT_EQ(trials.Find(PolicyWithSwaps(2, 101, 1.0)), nullptr);
+  ipc::Policy excluded = PolicyWithSwaps(2, 100, 1.0);
+  excluded.excluded = {77};
+  EXPECT_EQ(trials.Find(excluded), nullptr);
+  EXPECT_EQ(trials.Find(PolicyWithSwaps(3, 100, 1.0)), nullptr);
+  trials.Add(6, PolicyWithSwaps(2, 101, 1.0));
+  EXPECT_EQ(trials.candidates().size(), 2u);  // three configurations, two distinct candidates
+  // Every configuration is taken; pending only until the last distinct one is measured.
+  EXPECT_TRUE(trials.Pending(true));
+  trials.Credit(6, 0.8, true);
+  EXPECT_FALSE(trials.Pending(true));
+  nlohmann::json j;
+  trials.Describe(6, 0.8, &j);
+  EXPECT_EQ(j["duplicates"].get<int>(), 1);
+  // A new sequence tries every configuration again, duplicates included.
+  trials.Restart();
+  EXPECT_EQ(trials.duplicates(), 0u);
+}
+
+TEST(CandidateTrials, ShouldCollapseEmptyPlans) {
+  CandidateTrials trials(ThreeConfigs());
+  trials.Restart();
+  TakeAndAdd(trials, 5, 1.0);
+  EXPECT_NE(trials.Find(PolicyPredicting(2.0)), nullptr);  // no swaps either: the same policy
+}
+
 }  // namespace
 }  // namespace chameleon::daemon

@@ -23,6 +23,9 @@ namespace {
 
 /// The trace every replay test here runs (CMake cache variable CHAMELEON_TRACES_DIR).
 const std::string kResNetTrace = CHAMELEON_TRACES_DIR "/resnet_1gpu_et.json.gz";
+/// Megatron-LM GPT forward, rank 0 (docs/replay.md): 40 identical layers, one aten::max a step.
+const std::string kMegatronTrace = CHAMELEON_TRACES_DIR "/megatron_et_0.json.gz";
+const std::string kMegatronKineto = CHAMELEON_TRACES_DIR "/megatron_kineto_0.json.gz";
 
 class TrainerTest : public DaemonTest {
  protected:
@@ -264,8 +267,14 @@ TEST_F(CandidateTrainerTest, NoSwapPredictionsMatchDeviceTimeAndTheBestMeasuredI
 }
 
 // The paper's n = 5: GEN_POLICY is held until every one of the n + 1 candidate configurations
-// has been measured on the trainer's own iterations, then STABLE keeps the fastest.
-TEST_F(TrainerTest, AllCandidatesAreMeasuredAndTheFastestChosen) {
+// has been measured on the trainer's own iterations, then STABLE keeps the fastest. With no
+// memory pressure they all plan the same (empty) policy: measured one by one only with
+// deduplication off (the paper's behaviour).
+class AllConfigsTrainerTest : public TrainerTest {
+  void Configure(DaemonOptions* options) override { options->deduplicate_candidates = false; }
+};
+
+TEST_F(AllConfigsTrainerTest, AllCandidatesAreMeasuredAndTheFastestChosen) {
   std::string text;
   const auto d = RunToEnd({"--steps", "80"}, &text);
   ASSERT_TRUE(d.is_object());
@@ -286,6 +295,83 @@ TEST_F(TrainerTest, AllCandidatesAreMeasuredAndTheFastestChosen) {
   EXPECT_LT(d["stage_hold_steps"].get<int>(), 8 * (options_.detection.stage_n + 1));
   std::printf("STABLE at iteration %d, %d GEN_POLICY steps held for candidates\n",
               d["stable_at_iteration"].get<int>(), d["stage_hold_steps"].get<int>());
+}
+
+// With deduplication (the default) the trainer's n + 1 configurations, which all plan no swaps
+// without memory pressure, are one candidate: measured once, the rest collapsed into it.
+TEST_F(TrainerTest, ShouldMeasureIdenticalCandidatesOnce) {
+  std::string text;
+  const auto d = RunToEnd({"--steps", "40"}, &text);
+  ASSERT_TRUE(d.is_object());
+  ASSERT_EQ(d["stage"], "STABLE") << d.dump(2);
+  const auto& policy = d["policy"];
+  ASSERT_EQ(policy["candidates"].size(), 1u) << policy.dump(2);
+  EXPECT_EQ(policy["duplicates"].get<int>(), options_.detection.stage_n) << policy.dump(2);
+  EXPECT_GT(policy["candidates"][0]["measured_iteration_s"].get<double>(), 0) << policy.dump(2);
+  std::printf("STABLE at iteration %d, %d GEN_POLICY steps held, %d duplicates\n",
+              d["stable_at_iteration"].get<int>(), d["stage_hold_steps"].get<int>(),
+              policy["duplicates"].get<int>());
+}
+
+// `--boundary-pattern aten::max` on the replayed Megatron trace. Its kernel names reach the daemon
+// as they are first launched, and detection takes a repeated layer for the iteration before the
+// step's one aten::max is launched: the pattern must still win when its kernel appears.
+class PatternReplayTest : public TrainerTest {
+  void Configure(DaemonOptions* options) override {
+    options->detection.boundary_patterns = {"aten::max"};
+  }
+};
+
+TEST_F(PatternReplayTest, ShouldCutTheReplayedMegatronTraceAtTheBoundaryPattern) {
+  ASSERT_TRUE(test_support::RequiredFile(kMegatronTrace,
+                                         "trace (CMake cache variable CHAMELEON_TRACES_DIR)"));
+  std::string text;
+  RunToEnd({kMegatronTrace, "--kineto", kMegatronKineto, "--iterations", "4"}, &text, replay_);
+  const std::uint64_t ops_4 = OpsTotal();
+  const auto d =
+      RunToEnd({kMegatronTrace, "--kineto", kMegatronKineto, "--iterations", "16"}, &text, replay_);
+  const std::uint64_t ops_16 = OpsTotal() - ops_4;
+  // Ground truth: twelve more replayed iterations add exactly twelve iterations' ops.
+  ASSERT_EQ((ops_16 - ops_4) % 12, 0u) << ops_4 << " ops in 4 iterations, " << ops_16 << " in 16";
+  const std::uint64_t ops_per_iteration = (ops_16 - ops_4) / 12;
+  ASSERT_TRUE(d.is_object());
+  EXPECT_EQ(d["boundary"]["source"], "pattern") << d.dump(2);
+  ASSERT_EQ(d["boundary"]["names"].size(), 1u) << d.dump(2);
+  EXPECT_EQ(d["boundary"]["names"][0], "aten::max");
+  EXPECT_EQ(d["iteration_ops"].get<std::uint64_t>(), ops_per_iteration) << d.dump(2);
+  EXPECT_EQ(d["shifts"].get<int>(), 0) << d.dump(2);
+  // The profile is of the pattern's iteration, not of the layer detection took first.
+  ASSERT_TRUE(d["profile"].is_object()) << d.dump(2);
+  EXPECT_EQ(d["profile"]["ops"].get<std::uint64_t>(), ops_per_iteration);
+  // Converged on the pattern's cut within m + n + 3 of its iterations.
+  const int m_n_3 = options_.detection.stage_m + options_.detection.stage_n + 3;
+  EXPECT_EQ(d["stage"], "STABLE") << d.dump(2);
+  EXPECT_GT(d["stable_at_iteration"].get<int>(), 0);
+  EXPECT_LE(d["stable_at_iteration"].get<int>(), m_n_3) << d.dump(2);
+}
+
+// Issue 18: STABLE within m + n + 3 iterations from the start and after every detected shift
+// (the trainer's --dynamic branch switches every 15 steps, room for a whole stage cycle).
+TEST_F(TrainerTest, ShouldReachStableWithinMPlusNPlusThreeAfterEveryShift) {
+  std::string text;
+  const auto d = RunToEnd({"--steps", "50", "--dynamic", "15"}, &text);
+  ASSERT_TRUE(d.is_object());
+  const int m_n_3 = options_.detection.stage_m + options_.detection.stage_n + 3;
+  const auto shifts = d["shift_iterations"].get<std::vector<int>>();
+  const auto stables = d["stable_iterations"].get<std::vector<int>>();
+  ASSERT_FALSE(stables.empty()) << d.dump(2);
+  EXPECT_LE(stables[0], m_n_3) << d.dump(2);
+  ASSERT_FALSE(shifts.empty()) << d.dump(2);
+  const int cut = d["iterations"].get<int>();
+  for (std::size_t i = 0; i < shifts.size(); ++i) {
+    const int next = i + 1 < shifts.size() ? shifts[i + 1] : cut + 1;
+    if (next - shifts[i] <= m_n_3) continue;  // no room for a whole cycle before the next one
+    bool converged = false;
+    for (int s : stables) converged |= s > shifts[i] && s <= shifts[i] + m_n_3;
+    EXPECT_TRUE(converged) << "shift at iteration " << shifts[i] << "; " << d.dump(2);
+  }
+  std::printf("shifts at %s, STABLE at %s\n", d["shift_iterations"].dump().c_str(),
+              d["stable_iterations"].dump().c_str());
 }
 
 }  // namespace

@@ -8,7 +8,10 @@
 namespace chameleon::daemon::testing {
 namespace {
 
-class SessionTest : public DaemonTest {};
+// One published candidate per configuration: these tests count generations, not distinct plans.
+class SessionTest : public DaemonTest {
+  void Configure(DaemonOptions* options) override { options->deduplicate_candidates = false; }
+};
 
 TEST_F(SessionTest, ClientReachesStableAndReceivesTheBoundary) {
   StartDaemon();
@@ -173,7 +176,10 @@ TEST_F(SessionTest, TwoConcurrentClientsAreTrackedIndependently) {
 
 // Candidates judged by device time of the iterations run entirely under them (layout-1.1 marks).
 class CandidateTimingTest : public DaemonTest {
-  void Configure(DaemonOptions* options) override { options->detection.stage_n = 12; }
+  void Configure(DaemonOptions* options) override {
+    options->detection.stage_n = 12;
+    options->deduplicate_candidates = false;  // the fake's candidates all plan the same swaps
+  }
 };
 
 TEST_F(CandidateTimingTest, IntervalsAreCreditedOnlyToTheGenerationInForceAtBothEnds) {
@@ -246,7 +252,10 @@ TEST_F(CandidateTimingTest, IntervalsAreCreditedOnlyToTheGenerationInForceAtBoth
 
 // The paper's n = 5 with a fake shim that applies each new generation at its next boundary and
 // reports every interval's device time one boundary later (the host runs ahead of the device).
-class CandidateBudgetTest : public DaemonTest {};
+class CandidateBudgetTest : public DaemonTest {
+  // The fake's candidates all plan the same (empty) swaps: measure each configuration anyway.
+  void Configure(DaemonOptions* options) override { options->deduplicate_candidates = false; }
+};
 
 TEST_F(CandidateBudgetTest, EveryCandidateIsMeasuredBeforeStableAndTheFastestIsChosen) {
   StartDaemon();

@@ -144,5 +144,25 @@ TEST(IterationTracker, MultiOpSignatureStartsTheIterationAtItsFirstOp) {
   EXPECT_DOUBLE_EQ(tracker.last_event().comparison.similarity, 1.0);
 }
 
+TEST(IterationTracker, ShouldLogEveryEntryIntoStableAfterEachShift) {
+  DetectionOptions options;
+  IterationTracker tracker({1}, options);
+  auto feed = [&](const std::vector<std::uint32_t>& step, int times) {
+    for (int i = 0; i < times; ++i) {
+      for (std::uint32_t t : step) tracker.Add(t);
+    }
+  };
+  feed({1, 2, 3, 4, 5, 6, 7, 8}, 12);  // cuts 11 iterations: STABLE at the (m + n + 3)-th
+  ASSERT_EQ(tracker.stable_log().size(), 1u);
+  const int m_n_3 = options.stage_m + options.stage_n + 3;
+  EXPECT_EQ(tracker.stable_log()[0], std::uint64_t(m_n_3));
+  // The loop changes for good (a longer step): one shift, then STABLE again m + n + 2 iterations
+  // after it (the shifted iteration itself is the first of the new sequence).
+  feed({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}, 12);
+  ASSERT_EQ(tracker.shift_log().size(), 1u);
+  ASSERT_EQ(tracker.stable_log().size(), 2u);
+  EXPECT_EQ(tracker.stable_log()[1] - tracker.shift_log()[0], std::uint64_t(m_n_3 - 1));
+}
+
 }  // namespace
 }  // namespace chameleon::daemon

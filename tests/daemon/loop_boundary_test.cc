@@ -135,5 +135,31 @@ TEST_F(LoopBoundaryTest, APatternSetsTheBoundaryAndIsNeverLost) {
   EXPECT_EQ(loop_.tracker()->signature(), std::vector<std::uint32_t>{9});
 }
 
+TEST_F(LoopBoundaryTest, ShouldLetAPatternReplaceADetectedBoundary) {
+  // Detection settled on a short period (a repeated layer) before the pattern's kernel was first
+  // launched: the kernel's name, when it arrives, still sets the boundary.
+  options_.boundary_patterns = {"aten::max"};
+  std::vector<std::uint32_t> tokens;
+  for (int i = 0; i < 8; ++i) tokens.insert(tokens.end(), {30, 31, 32, 33});
+  Feed(tokens, 0, tokens.size());
+  ASSERT_TRUE(
+      loop_.Install(Boundary{{30}, 4, 0, 3}, IterationTracker({30}, options_), 0, [](auto&) {}));
+  for (int i = 0; i < 4; ++i) Feed({30, 31, 32, 33}, 0, 4);
+  const std::uint64_t iterations = loop_.iterations();
+  ASSERT_GT(iterations, 0u);
+  EXPECT_FALSE(loop_.TryPattern(40, "aten::add"));
+  EXPECT_EQ(loop_.tracker()->signature(), std::vector<std::uint32_t>{30});
+  EXPECT_TRUE(loop_.TryPattern(41, "aten::max"));
+  EXPECT_TRUE(loop_.pattern());
+  EXPECT_EQ(loop_.replaced(), 1u);
+  ASSERT_NE(loop_.tracker(), nullptr);
+  EXPECT_EQ(loop_.tracker()->signature(), std::vector<std::uint32_t>{41});
+  EXPECT_EQ(loop_.tracker()->stage(), Stage::kWarmup);  // stages start again for the new cut
+  EXPECT_EQ(loop_.iterations(), iterations);            // the old cuts still count
+  // A second matching kernel does not move the boundary again.
+  EXPECT_FALSE(loop_.TryPattern(42, "aten::max"));
+  EXPECT_EQ(loop_.tracker()->signature(), std::vector<std::uint32_t>{41});
+}
+
 }  // namespace
 }  // namespace chameleon::daemon

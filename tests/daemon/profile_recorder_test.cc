@@ -136,5 +136,72 @@ TEST_F(ProfileRecorderTest, RestartForgetsFreshnessButKeepsTheLastProfile) {
   EXPECT_EQ(header_->detail_request_seq.load(), 2u);
 }
 
+TEST_F(ProfileRecorderTest, ShouldDropTheProfileAndItsFreshnessWhenTheBoundaryChanges) {
+  recorder_->Restart();
+  CollectTwoOps();
+  recorder_->OnMark(5);
+  recorder_->Time(0.25, "device");
+  ASSERT_TRUE(recorder_->fresh());
+  ASSERT_TRUE(recorder_->timed());
+  ASSERT_NE(recorder_->profile(), nullptr);
+  recorder_->Forget();
+  EXPECT_FALSE(recorder_->fresh());
+  EXPECT_FALSE(recorder_->timed());
+  EXPECT_EQ(recorder_->profile(), nullptr);
+  EXPECT_EQ(recorder_->state(), ProfileRecorder::State::kIdle);
+  EXPECT_TRUE(recorder_->clock().empty());
+  // The next stable sequence records afresh (a new request, attempts counted from one).
+  recorder_->Restart();
+  EXPECT_EQ(recorder_->state(), ProfileRecorder::State::kRequested);
+  EXPECT_EQ(header_->detail_request_seq.load(), 2u);
+}
+
+TEST_F(ProfileRecorderTest, ShouldCallOffADetailedIterationInProgressWhenTheBoundaryChanges) {
+  recorder_->Restart();
+  CollectTwoOps();
+  ASSERT_TRUE(DetailRequested());
+  recorder_->Forget();
+  EXPECT_FALSE(DetailRequested());
+  EXPECT_FALSE(recorder_->Accepts(true));  // the old iteration's detailed ops are not recorded
+  recorder_->OnMark(6);                    // nor closed into a profile
+  EXPECT_EQ(recorder_->profile(), nullptr);
+  EXPECT_FALSE(recorder_->fresh());
+}
+
+TEST_F(ProfileRecorderTest, ShouldTimeTheProfileWithIntervalsOfTheSameSequenceBeforeIt) {
+  recorder_->NewSequence(3);  // the sequence changed: intervals from boundary 3 on are its own
+  recorder_->SampleInterval(2, 5, 0.1, false);   // the old sequence's
+  recorder_->SampleInterval(3, 5, 0.3, false);   // WARMUP, no swaps
+  recorder_->SampleInterval(4, 4, 0.05, false);  // under a policy with swaps (below the floor)
+  recorder_->SampleInterval(5, 5, 0.25, false);
+  recorder_->Restart();
+  recorder_->SetTimingFloor(5);
+  CollectTwoOps();
+  recorder_->SampleInterval(6, 5, 0.01, false);  // the detailed interval itself: never
+  recorder_->OnMark(7);                          // the detailed iteration began at boundary 6
+  // Two early samples (intervals 3 and 5): timed at once, with the better one.
+  EXPECT_TRUE(recorder_->timed());
+  EXPECT_DOUBLE_EQ(recorder_->profile()->iteration_s, 0.25);
+  EXPECT_EQ(recorder_->clock(), "device");
+}
+
+TEST_F(ProfileRecorderTest, ShouldMakeTheProfileStaleWhenTheSequenceChanges) {
+  recorder_->Restart();
+  CollectTwoOps();
+  recorder_->OnMark(3);
+  ASSERT_TRUE(recorder_->fresh());
+  recorder_->NewSequence(9);
+  EXPECT_FALSE(recorder_->fresh());
+  // One early sample only: the next profile waits for a second interval after it.
+  recorder_->SampleInterval(9, 1, 0.5, false);
+  recorder_->Restart();
+  CollectTwoOps();
+  recorder_->OnMark(11);
+  EXPECT_FALSE(recorder_->timed());
+  recorder_->SampleInterval(11, 1, 0.4, false);
+  EXPECT_TRUE(recorder_->timed());
+  EXPECT_DOUBLE_EQ(recorder_->profile()->iteration_s, 0.4);
+}
+
 }  // namespace
 }  // namespace chameleon::daemon

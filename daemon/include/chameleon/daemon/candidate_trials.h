@@ -3,15 +3,14 @@
 // measured under each, and the one STABLE chose.
 //
 // One candidate at a time: the next is generated once the last one has a measurement of its own.
-// The policy generation itself runs on a worker thread between Take() and Finished(); the object
-// is not thread-safe and only the loop thread touches it.
+// A candidate that plans the same swaps as one already published is not published again (two
+// configurations that plan the same policy need one measurement): it is counted as a duplicate
+// and the next configuration is generated at once, so fewer distinct candidates take fewer trial
+// iterations. The policy generation itself runs on a worker thread between Take() and
+// Finished(); the object is not thread-safe and only the loop thread touches it.
 //
-// Where later work goes: deduplicated candidates (two configurations that plan the same policy
-// need one measurement) belong here, as a lookup of a new result's policy among `candidates()`
-// that ClientSession::InstallCandidate consults before publishing it, crediting the earlier
-// candidate's measurement instead of measuring the same policy again. Per-client placement
-// destinations (host NUMA node, peer GPU) are a property of the configurations (configs_) and of
-// the policies they yield, not of this bookkeeping.
+// Per-client placement destinations (host NUMA node, peer GPU) are a property of the
+// configurations (configs_) and of the policies they yield, not of this bookkeeping.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +55,16 @@ class CandidateTrials {
   void Finished(std::string error);
   /// The candidate generated last was published as `generation`.
   void Add(std::uint64_t generation, ipc::Policy policy);
+  /// A published candidate with the same swaps as `policy` (entries and exclusions; the summary's
+  /// predictions may differ), or nullptr: the shim would run both alike.
+  const Candidate* Find(const ipc::Policy& policy) const;
+  /// The candidate generated last duplicates one already published: not published, and the next
+  /// configuration may be generated without waiting for a step.
+  void AddDuplicate();
+  /// Configurations whose candidate duplicated an earlier one since the last Restart().
+  std::uint32_t duplicates() const { return duplicates_; }
+  /// Why the last configuration planned no policy (empty: it did).
+  const std::string& error() const { return error_; }
 
   /// Credits a device-timed interval run entirely under `generation`: to its candidate while
   /// `measuring` (GEN_POLICY; frozen once STABLE chose) and to the chosen policy republished in
@@ -89,6 +98,7 @@ class CandidateTrials {
   std::uint32_t next_ = 0;     // index of the next configuration
   bool step_pending_ = false;  // a GEN_POLICY step has passed since the last candidate
   bool in_flight_ = false;
+  std::uint32_t duplicates_ = 0;
   std::string error_;
   std::optional<Candidate> chosen_;
   std::uint64_t chosen_generation_ = 0;  // the chosen policy's generation republished in STABLE

@@ -4,6 +4,7 @@
 //
 //   LoopBoundary      where iterations begin: detection history, tracker and stage machine
 //   IterationClock    iteration time and the generation in force at each boundary (marks)
+//   SwapTraffic       the executor's swap bytes between marks (the safety net's share of a time)
 //   ProfileRecorder   the detailed iteration and the profile's iteration time
 //   PointerExclusions tensors the shim's pointer-table scan forbids swapping
 //   CandidateTrials   GEN_POLICY's candidates, their measurements, the one STABLE chose
@@ -43,6 +44,7 @@
 #include "chameleon/daemon/policy_publisher.h"
 #include "chameleon/daemon/profile_recorder.h"
 #include "chameleon/daemon/stage_hold.h"
+#include "chameleon/daemon/swap_traffic.h"
 #include "chameleon/ipc/event_ring.h"
 #include "chameleon/ipc/name_table.h"
 #include "chameleon/ipc/segment.h"
@@ -127,6 +129,14 @@ class ClientSession {
   /// Candidates are being tried and not all configurations are measured yet: GEN_POLICY is
   /// held past stage_n (session_policy.cc).
   bool CandidatesPending() const;
+  /// STABLE chose `best` (nullptr: none): counts and logs a STABLE stage without a plan while a
+  /// device limit needs one (chameleon_policy_empty_stable_total).
+  void ReportEmptyStable(const CandidateTrials::Candidate* best);
+  /// The boundary changed (lost, replaced by a pattern, or re-detected): the detailed profile
+  /// and the candidates planned from it belong to the old iteration.
+  void ForgetProfile();
+  /// The recorded profile's op count is that of the current iteration (within 2x).
+  bool ProfileFitsIteration() const;
   void UpdateStageHold(std::uint64_t now_ns);
   /// Publishes `base` (nullptr: the stage and boundary only) with the current stage.
   void Publish(const ipc::Policy* base);
@@ -151,11 +161,16 @@ class ClientSession {
 
   LoopBoundary loop_;
   IterationClock clock_;
+  SwapTraffic traffic_;
   ProfileRecorder recorder_;
   PointerExclusions exclusions_;
   CandidateTrials trials_;
   StageHold hold_;
   PolicyPublisher publisher_;
+  // The first generation published after the last one with swaps (a profile may be timed by
+  // intervals under it or later); swaps_published_: the last one published had swaps.
+  std::uint64_t no_swaps_since_ = 0;
+  bool swaps_published_ = true;
 
   // Counters copied into metrics (deltas since the last copy).
   std::uint64_t drained_ = 0;

@@ -68,6 +68,9 @@ class IterationTracker {
   std::uint64_t ops_since_boundary() const { return ops_since_boundary_; }
   /// Iteration indices at which shifts were detected (the most recent kShiftLog).
   const std::deque<std::uint64_t>& shift_log() const { return shift_log_; }
+  /// Iteration indices at which the stage became STABLE (the most recent kShiftLog): with the
+  /// shift log, how long each stable sequence took to converge.
+  const std::deque<std::uint64_t>& stable_log() const { return stable_log_; }
 
  private:
   bool Matches() const;
@@ -90,6 +93,7 @@ class IterationTracker {
   std::uint64_t first_stable_iteration_ = 0;
   IterationEvent last_event_;
   std::deque<std::uint64_t> shift_log_;
+  std::deque<std::uint64_t> stable_log_;
 };
 
 }  // namespace chameleon::daemon

@@ -33,8 +33,9 @@ class LoopBoundary {
   /// when no iteration was ever cut) means the loop changed; the tracker is dropped and detection
   /// starts again from the recent ops. True when that happened.
   bool CheckLost();
-  /// While no boundary is known: `name` (token `token`) matching one of the boundary patterns
-  /// becomes the boundary. True when it did.
+  /// Unless a pattern set the boundary already: `name` (token `token`) matching one of the
+  /// boundary patterns becomes the boundary, replacing a detected one (its tracker is dropped,
+  /// its counts kept). True when it did.
   bool TryPattern(std::uint32_t token, const std::string& name);
 
   bool WantsDetection(std::uint64_t now_ns) const;
@@ -59,6 +60,8 @@ class LoopBoundary {
   }
   std::uint64_t period() const { return period_; }
   std::uint64_t losses() const { return losses_; }
+  /// Detected boundaries a pattern replaced.
+  std::uint64_t replaced() const { return replaced_; }
   std::size_t history_ops() const { return history_.size(); }
 
  private:
@@ -79,6 +82,7 @@ class LoopBoundary {
   std::uint64_t period_ = 0;
   std::optional<IterationTracker> tracker_;
   std::uint64_t losses_ = 0;
+  std::uint64_t replaced_ = 0;
   std::uint64_t shifts_before_ = 0;  // of trackers dropped when the boundary was lost
   std::uint64_t iterations_before_ = 0;
 };

@@ -57,6 +57,9 @@ struct SlotMetrics {
   prometheus::Counter* iterations;
   prometheus::Counter* shifts;
   prometheus::Counter* generations;
+  /// STABLE reached under a device limit with no plan to apply: every candidate refused, none
+  /// planned, or only an empty one after a refusal (a failure, not a success).
+  prometheus::Counter* empty_stable;
   prometheus::Counter* drained;
   prometheus::Counter* ops;
   prometheus::Counter* dropped;
@@ -124,6 +127,7 @@ class Metrics {
   Family<prometheus::Counter>* iterations_;
   Family<prometheus::Counter>* shifts_;
   Family<prometheus::Counter>* generations_;
+  Family<prometheus::Counter>* empty_stable_;
   Family<prometheus::Counter>* drained_;
   Family<prometheus::Counter>* ops_;
   Family<prometheus::Counter>* dropped_;

@@ -63,6 +63,11 @@ struct DaemonOptions {
   /// policy::CandidateConfigs varies C and the margin around it. device_limit_bytes is ignored
   /// here: each generation takes EffectiveDeviceLimit().
   policy::GeneratorOptions policy;
+  /// A candidate planning the same swaps as one already published is not tried again
+  /// (docs/detection.md §4). Off: every configuration is published and measured (the paper's
+  /// behaviour, kept for comparison and for the tests of interval crediting, which need one
+  /// generation per configuration). Not in the YAML or the flags.
+  bool deduplicate_candidates = true;
   std::vector<DeviceLimit> device_limits;  ///< unique indices (the config reader checks)
 };
 

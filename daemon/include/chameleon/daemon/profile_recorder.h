@@ -8,6 +8,8 @@
 // stall. Not thread-safe: only the loop thread touches it.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -35,6 +37,9 @@ class ProfileRecorder {
   /// A new stable sequence (the client entered GEN_POLICY): the profile is no longer fresh, the
   /// attempts start again and a detailed iteration is requested.
   void Restart();
+  /// The iteration boundary changed: the profile (of the old iteration) is dropped, a detailed
+  /// iteration in progress is called off, and nothing is fresh until the next Restart().
+  void Forget();
   /// The generation published on entering GEN_POLICY: the profile is timed only by intervals
   /// run at or after it (not under the old policy).
   void SetTimingFloor(std::uint64_t generation) { timing_floor_ = generation; }
@@ -55,8 +60,17 @@ class ProfileRecorder {
   /// A mark at boundary `boundary`: it closes the detailed iteration being collected.
   void OnMark(std::uint64_t boundary);
 
+  /// The op sequence changed (an unstable step); intervals from boundary `boundary` on are of the
+  /// new one. The profile is no longer fresh, and earlier intervals never time the next one.
+  void NewSequence(std::uint64_t boundary) {
+    sample_from_ = boundary;
+    fresh_ = false;
+    early_count_ = 0;
+  }
   /// A device-timed interval credited to `generation`: one of the kProfileSamples whose best is
-  /// the profile's iteration time, while no candidate was published from it yet.
+  /// the profile's iteration time, while no candidate was published from it yet. Intervals that
+  /// ran before the detailed one (same sequence, at or above the timing floor) count too, so a
+  /// profile can be timed as soon as it is recorded.
   void SampleInterval(std::uint64_t interval, std::uint64_t generation, double seconds,
                       bool candidates_published);
   /// Stamps the profile's iteration time, measured in `clock` ("device" or "host").
@@ -97,7 +111,19 @@ class ProfileRecorder {
   std::uint64_t detail_boundary_ = 0;  // shim boundary that began the detailed iteration
   std::uint64_t timing_floor_ = 0;     // see SetTimingFloor
   std::uint32_t marks_since_detail_ = 0;
-  std::uint32_t samples_ = 0;  // device-timed intervals seen for the profile
+  /// Device-timed intervals seen while no fresh profile existed (the last few), for TimeEarly.
+  struct EarlySample {
+    std::uint64_t interval = 0;
+    std::uint64_t generation = 0;
+    double seconds = 0;
+  };
+  static constexpr std::size_t kEarlySamples = 8;
+  /// At Finish: the early samples that may time the new profile become its first samples.
+  void TimeEarly();
+  std::array<EarlySample, kEarlySamples> early_{};
+  std::size_t early_count_ = 0;    // samples written to early_ (ring position = count % size)
+  std::uint64_t sample_from_ = 0;  // see NewSequence
+  std::uint32_t samples_ = 0;      // device-timed intervals seen for the profile
   double best_s_ = 0;
   std::string clock_;  // "device" or "host" (no device time from this shim)
 };

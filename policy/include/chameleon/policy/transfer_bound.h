@@ -1,0 +1,60 @@
+// The transfer bound: the shortest step time any swap policy can reach at a device limit, from
+// the host link alone (issue 18 item 7; docs/policy.md "Transfer bound"). scripts/evaluate reads
+// it through chameleon-bound, so the evaluation and these tests use the same arithmetic.
+//
+// With X = peak - limit (bytes that must be off the device at the peak), P = optimizer-state
+// bytes (state that is only touched after the peak, so it may leave early and come back late;
+// 0 for traces), A = max(0, X - P) (bytes that must leave before the peak and return after it),
+// B_out / B_in the device->host / host->device bandwidths, T_f the unlimited step's time up to
+// its peak (the forward phase) and T_r the rest:
+//
+//   T_b = max(T_unlimited, X / min(B_out, B_in), max(T_f, A / B_out) + max(T_r, A / B_in))
+//
+// The first term: no policy beats unlimited memory. The second: all X bytes cross the link
+// twice per step (out and back), on a full-duplex link limited by its slower direction. The
+// third: A bytes cannot leave faster than B_out before the peak nor return faster than B_in
+// after it. A limit below the largest working set of a single op plus the executor's reserve
+// is infeasible for every policy (the op cannot run), reported as kInfeasible, not as a time.
+// Pure function; thread-safe.
+#pragma once
+
+#include <cstdint>
+
+namespace chameleon::policy {
+
+struct TransferBoundInput {
+  std::uint64_t peak_bytes = 0;             ///< the unlimited step's peak device memory
+  std::uint64_t limit_bytes = 0;            ///< the device limit
+  std::uint64_t optimizer_state_bytes = 0;  ///< P (0 for traces)
+  double out_bytes_per_s = 0;               ///< B_out, device -> host
+  double in_bytes_per_s = 0;                ///< B_in, host -> device
+  double unlimited_s = 0;                   ///< T_unlimited, the unlimited step time
+  double forward_s = 0;                     ///< T_f, up to the peak (<= unlimited_s)
+  std::uint64_t largest_op_bytes = 0;       ///< the largest working set of a single op
+  std::uint64_t reserve_bytes = 0;          ///< the executor's reserve on the device
+};
+
+enum class TransferBoundStatus : std::uint8_t {
+  kOk,          ///< bound_s is the bound
+  kInfeasible,  ///< limit < largest_op_bytes + reserve_bytes: no policy can run the step
+  kInvalid,     ///< inputs out of range (bandwidth <= 0, times negative or T_f > T_unlimited)
+};
+
+struct TransferBound {
+  TransferBoundStatus status = TransferBoundStatus::kInvalid;
+  double bound_s = 0;              ///< T_b (kOk only)
+  std::uint64_t excess_bytes = 0;  ///< X
+  std::uint64_t across_bytes = 0;  ///< A
+  double link_s = 0;               ///< X / min(B_out, B_in)
+  double phases_s = 0;             ///< max(T_f, A / B_out) + max(T_r, A / B_in)
+  /// T_unlimited / T_b: the best throughput relative to unlimited memory (kOk only).
+  double relative_throughput = 0;
+};
+
+/// "ok", "infeasible" or "invalid".
+const char* ToString(TransferBoundStatus status);
+
+/// T_b and its terms for `in` (see the file comment).
+TransferBound ComputeTransferBound(const TransferBoundInput& in);
+
+}  // namespace chameleon::policy
