@@ -28,7 +28,8 @@ std::mutex g_modules_mu;
 std::vector<Module*>* g_modules = new std::vector<Module*>;
 
 bool ValidImage(const ModuleImage* img) {
-  if (img->magic != kModuleImageMagic || img->version != kModuleImageVersion) return false;
+  if (img->magic != kModuleImageMagic) return false;
+  if (img->version != kModuleImageVersion && img->version != 1) return false;
   if (img->kernel_count > 65536 || (img->kernel_count && !img->kernels)) return false;
   for (std::uint32_t i = 0; i < img->kernel_count; ++i) {
     const KernelEntry& k = img->kernels[i];
@@ -107,6 +108,18 @@ struct PackedArgs {
   std::vector<void*> ptrs;
 };
 
+// A version-1 image's cost function returns the two-field struct (a different return ABI), so
+// it is called through its real type.
+KernelCost CostOf(const Function& fn, void* const* params, const LaunchDims& dims) {
+  if (fn.module->image->version == 1) {
+    // Through void(*)(), the one type GCC's -Wcast-function-type lets any function pointer use.
+    const auto v1 = reinterpret_cast<KernelCostFnV1>(reinterpret_cast<void (*)()>(fn.entry->cost));
+    const KernelCostV1 c = v1(params, dims);
+    return {c.flops, c.bytes, 0};
+  }
+  return fn.entry->cost(params, dims);
+}
+
 CUresult Launch(CUfunction f, const LaunchDims& dims, CUstream h, void** params, void** extra,
                 bool pt) {
   Stream* s = nullptr;
@@ -128,9 +141,11 @@ CUresult Launch(CUfunction f, const LaunchDims& dims, CUstream h, void** params,
   OpSpec op;
   op.cost.kind = OpCost::Kind::kKernel;
   if (fn->entry->cost) {
-    const KernelCost c = fn->entry->cost(args->ptrs.data(), dims);
+    const KernelCost c = CostOf(*fn, args->ptrs.data(), dims);
     const double bw = check.host_memory ? cfg.host_link_bandwidth : cfg.hbm_bandwidth;
-    op.cost.compute_ns = std::max(c.flops / cfg.peak_flops, c.bytes / bw) * 1e9;
+    op.cost.compute_ns =
+        std::max({c.flops / cfg.peak_flops, c.bytes / bw, c.link_bytes / cfg.peer_link_bandwidth}) *
+        1e9;
   }
   if (check.illegal) op.fail = CUDA_ERROR_ILLEGAL_ADDRESS;
   const KernelHostFn body = fn->entry->fn;

@@ -43,6 +43,7 @@ void ApplyTopology(const YAML::Node& root, Config* c) {
   if (root["host_link_bandwidth"]) c->host_link_bandwidth = Positive(root, "host_link_bandwidth");
   if (root["peak_flops"]) c->peak_flops = Positive(root, "peak_flops");
   if (root["hbm_bandwidth"]) c->hbm_bandwidth = Positive(root, "hbm_bandwidth");
+  if (root["peer_link_bandwidth"]) c->peer_link_bandwidth = Positive(root, "peer_link_bandwidth");
   if (root["launch_latency_ns"])
     c->launch_latency_ns = root["launch_latency_ns"].as<std::uint64_t>();
   if (root["copy_latency_ns"]) c->copy_latency_ns = root["copy_latency_ns"].as<std::uint64_t>();

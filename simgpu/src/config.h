@@ -21,9 +21,12 @@ struct Config {
   std::vector<std::vector<double>> peer_bandwidth;
   // Defaults calibrated against ../shared/traces/megatron_kineto_0.json.gz (A100-SXM4-80GB);
   // docs/simgpu.md shows the fit.
-  double host_link_bandwidth = 25e9;       ///< bytes/s per direction (PCIe Gen4 x16, achieved)
-  double peak_flops = 2.6e14;              ///< achieved fp16 tensor-core GEMM throughput
-  double hbm_bandwidth = 1.5e12;           ///< achieved HBM2e bandwidth, bytes/s
+  double host_link_bandwidth = 25e9;  ///< bytes/s per direction (PCIe Gen4 x16, achieved)
+  double peak_flops = 2.6e14;         ///< achieved fp16 tensor-core GEMM throughput
+  double hbm_bandwidth = 1.5e12;      ///< achieved HBM2e bandwidth, bytes/s
+  /// bytes/s a collective kernel (KernelCost::link_bytes) moves per GPU over NVLink; the
+  /// NVLink3 figure of the default peer links.
+  double peer_link_bandwidth = 2.5e11;
   std::uint64_t launch_latency_ns = 2000;  ///< fixed device-side cost of every kernel
   std::uint64_t copy_latency_ns = 1000;    ///< fixed cost of every copy / memset
   std::uint64_t host_call_ns = 1000;       ///< host clock advance per driver call

@@ -1,6 +1,6 @@
 // Virtual time on hand-computed cases. The topology file sets round numbers: 1 flop = 1 ns,
 // 1 HBM byte = 1 ns, 1 host-link byte = 10 ns, 1 peer byte = 2 ns; kernels +100 ns, copies +50 ns,
-// every driver call advances the host clock by 10 ns.
+// every driver call advances the host clock by 10 ns; 1 collective link byte = 4 ns.
 #include <fstream>
 #include <latch>
 
@@ -19,6 +19,7 @@ class TimeTest : public SimgpuTest {
                            "launch_latency_ns: 100\n"
                            "copy_latency_ns: 50\n"
                            "host_call_ns: 10\n"
+                           "peer_link_bandwidth: 2.5e8\n"
                            "peer_links:\n  - {from: 0, to: 1, bandwidth: 5.0e8}\n";
     setenv("SIMGPU_TOPOLOGY", path.c_str(), 1);
     setenv("SIMGPU_DEVICES", "2", 1);
@@ -170,6 +171,54 @@ TEST_F(TimeTest, PinnedHostKernelArgumentsRunAtHostLinkBandwidth) {
   ASSERT_CU(cuLaunchKernel(Fn("add"), 1, 1, 1, 1, 1, 1, 0, a_, args, nullptr));
   ASSERT_CU(cuEventRecord(e1_, a_));
   EXPECT_NEAR(ElapsedNs(e0_, e1_), 10 + 100 + 12000, 0.5);
+}
+
+// link(double flops, double bytes, double link_bytes): costs exactly what it is told.
+KernelCost GivenLinkCost(void* const* p, const LaunchDims&) {
+  return {*static_cast<const double*>(p[0]), *static_cast<const double*>(p[1]),
+          *static_cast<const double*>(p[2])};
+}
+const KernelEntry kLinkKernels[] = {
+    {"link", NoopKernel, GivenLinkCost, 3, {{0, 8}, {8, 8}, {16, 8}}}};
+const ModuleImage kLinkImage{chameleon::simgpu::kModuleImageMagic,
+                             chameleon::simgpu::kModuleImageVersion, 1, 0, kLinkKernels};
+
+// A version-1 image: its cost function returns the two-double struct of that version.
+chameleon::simgpu::KernelCostV1 GivenCostV1(void* const* p, const LaunchDims&) {
+  return {*static_cast<const double*>(p[0]), *static_cast<const double*>(p[1])};
+}
+const KernelEntry kV1Kernels[] = {
+    {"cost_v1",
+     NoopKernel,
+     reinterpret_cast<chameleon::simgpu::KernelCostFn>(reinterpret_cast<void (*)()>(GivenCostV1)),
+     2,
+     {{0, 8}, {8, 8}}}};
+const ModuleImage kV1Image{chameleon::simgpu::kModuleImageMagic, 1, 1, 0, kV1Kernels};
+
+TEST_F(TimeTest, CollectiveLinkBytesRunAtPeerLinkBandwidth) {
+  CUmodule module = nullptr;
+  CUfunction link = nullptr;
+  ASSERT_CU(cuModuleLoadData(&module, &kLinkImage));
+  ASSERT_CU(cuModuleGetFunction(&link, module, "link"));
+  double flops = 300, bytes = 200, link_bytes = 250;  // 300 ns, 200 ns, 1000 ns: link wins
+  void* args[] = {&flops, &bytes, &link_bytes};
+  ASSERT_CU(cuEventRecord(e0_, a_));
+  ASSERT_CU(cuLaunchKernel(link, 1, 1, 1, 1, 1, 1, 0, a_, args, nullptr));
+  ASSERT_CU(cuEventRecord(e1_, a_));
+  EXPECT_NEAR(ElapsedNs(e0_, e1_), 10 + 100 + 1000, 0.5);
+}
+
+TEST_F(TimeTest, VersionOneImagesStillLoadAndTime) {
+  CUmodule module = nullptr;
+  CUfunction cost = nullptr;
+  ASSERT_CU(cuModuleLoadData(&module, &kV1Image));
+  ASSERT_CU(cuModuleGetFunction(&cost, module, "cost_v1"));
+  double flops = 700, bytes = 400;
+  void* args[] = {&flops, &bytes};
+  ASSERT_CU(cuEventRecord(e0_, a_));
+  ASSERT_CU(cuLaunchKernel(cost, 1, 1, 1, 1, 1, 1, 0, a_, args, nullptr));
+  ASSERT_CU(cuEventRecord(e1_, a_));
+  EXPECT_NEAR(ElapsedNs(e0_, e1_), 10 + 100 + 700, 0.5);
 }
 
 TEST_F(TimeTest, SameProgramSameTimes) {

@@ -7,6 +7,7 @@
 
 #include "driver.h"
 #include "options.h"
+#include "shaped_trainer.h"
 #include "trainer.h"
 
 namespace {
@@ -28,8 +29,13 @@ int main(int argc, char** argv) {
   openblas_set_num_threads(1);
   try {
     const DriverApi api = LoadDriver();
-    Trainer trainer(options, api);
-    trainer.Run();
+    if (options.model.empty()) {
+      Trainer trainer(options, api);
+      trainer.Run();
+    } else {
+      ShapedTrainer trainer(options, api);
+      trainer.Run();
+    }
   } catch (const OutOfMemory& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "chameleon-train-sim: out of memory: %s\n", e.what());

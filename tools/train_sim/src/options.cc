@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 
@@ -9,6 +10,7 @@ namespace chameleon::train_sim {
 namespace {
 
 constexpr int kHeadDim = 64;
+constexpr int kDefaultModelSeq = 4096;  // --model without --seq: 4096, or a shorter context
 
 // Every kernel indexes with int32 element counts; refuse shapes that would overflow them.
 bool FitsInt32(double elements) {
@@ -28,6 +30,34 @@ const char* Validate(Options* o) {
     return "model too large: a tensor would exceed 2^31 elements";
   }
   if (o->corrupt_at_step > o->steps) return "--corrupt-at-step must be at most --steps";
+  return nullptr;
+}
+
+// --model: the shape options replace --hidden/--batch; every value is checked against the
+// architecture (heads and KV heads split evenly across --tp GPUs, --seq within the context).
+const char* ValidateShape(const CLI::App& app, const std::string& sp, const std::string& flash,
+                          Options* o) {
+  ShapeSpec& s = o->shape;
+  if (!FindArchitecture(o->model, &s.arch)) return "--model: unknown architecture";
+  for (const char* option : {"--hidden", "--batch", "--pointer-table"}) {
+    if (app.count(option) > 0)
+      return "--hidden, --batch and --pointer-table do not apply to --model";
+  }
+  s.layers = app.count("--layers") > 0 ? o->layers : s.arch.layers;
+  if (s.layers > s.arch.layers) return "--layers may not exceed the architecture's layers";
+  s.seq = app.count("--seq") > 0 ? o->seq : std::min(s.arch.context, kDefaultModelSeq);
+  if (s.seq > s.arch.context) return "--seq exceeds the architecture's context length";
+  if (s.arch.heads % s.tp != 0 || s.arch.kv_heads % s.tp != 0) {
+    return "--tp must divide the number of attention heads and of KV heads";
+  }
+  s.sequence_parallel = sp.empty() ? s.tp > 1 : sp == "on";
+  if (s.tp > 1 && s.sequence_parallel && s.seq % s.tp != 0) {
+    return "--sequence-parallel needs --seq divisible by --tp";
+  }
+  s.flash_attention = flash == "on";
+  if (o->corrupt_at_step >= o->steps && o->corrupt_at_step >= 0) {
+    return "--corrupt-at-step must be below --steps with --model";
+  }
   return nullptr;
 }
 
@@ -52,6 +82,20 @@ ParseResult ParseOptions(int argc, char** argv, Options* o) {
   app.add_flag("--pointer-table", o->pointer_table,
                "once per step, gather the first bytes of every weight through a device-side "
                "table of their addresses (folded into 'checksum')");
+  app.add_option("--model", o->model,
+                 "model-shaped mode: gpt2-xl | llama2-7b | llama2-13b | llama3-8b (sampled "
+                 "kernels, virtual time from FLOPs and bytes; docs/trainer.md)")
+      ->check(CLI::IsMember({"gpt2-xl", "llama2-7b", "llama2-13b", "llama3-8b"}));
+  app.add_option("--micro-batch", o->shape.micro_batch, "--model: sequences per step")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--tp", o->shape.tp, "--model: tensor-parallel GPUs (this process is one of them)")
+      ->check(CLI::Range(1, 64));
+  std::string sequence_parallel, flash = "on";
+  app.add_option("--sequence-parallel", sequence_parallel,
+                 "--model: on | off (default: on when --tp > 1)")
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--flash-attention", flash, "--model: on | off")
+      ->check(CLI::IsMember({"on", "off"}));
   std::string alloc = "tensor";
   app.add_option("--alloc", alloc, "tensor | caching | expandable")
       ->check(CLI::IsMember({"tensor", "caching", "expandable"}));
@@ -62,10 +106,22 @@ ParseResult ParseOptions(int argc, char** argv, Options* o) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return {app.exit(e)};
+    // Help prints and exits 0; every rejected value is a usage error: CLI11's message, exit 2.
+    const int code = app.exit(e);
+    return {code == 0 ? 0 : 2};
   }
   ParseAllocStyle(alloc, &o->alloc);
-  if (const char* error = Validate(o)) {
+  const bool shaped = !o->model.empty();
+  if (!shaped) {
+    for (const char* option :
+         {"--micro-batch", "--tp", "--sequence-parallel", "--flash-attention"}) {
+      if (app.count(option) > 0) {
+        std::fprintf(stderr, "chameleon-train-sim: %s needs --model\n", option);
+        return {2};
+      }
+    }
+  }
+  if (const char* error = shaped ? ValidateShape(app, sequence_parallel, flash, o) : Validate(o)) {
     std::fprintf(stderr, "chameleon-train-sim: %s\n", error);
     return {2};
   }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "allocator.h"
+#include "model_spec.h"
 
 namespace chameleon::train_sim {
 
@@ -23,6 +24,11 @@ struct Options {
   AllocStyle alloc = AllocStyle::kTensor;
   bool pointer_table = false;  ///< one gather per step through a device-side pointer table
   int corrupt_at_step = -1;    ///< test hook: flip a weight byte before step N (N == steps: at end)
+
+  // Model-shaped mode (--model): the architecture and per-GPU shard; empty name = the
+  // real-arithmetic mode above.
+  std::string model;
+  ShapeSpec shape;
 
   // Derived.
   int heads = 1;

@@ -12,12 +12,21 @@ namespace chameleon::simgpu {
 
 /// "SGMI" little-endian.
 inline constexpr std::uint32_t kModuleImageMagic = 0x494d4753u;
-inline constexpr std::uint32_t kModuleImageVersion = 1;
+/// Version 2 added KernelCost::link_bytes; version-1 images (two-field cost) still load.
+inline constexpr std::uint32_t kModuleImageVersion = 2;
 inline constexpr std::uint32_t kMaxKernelParams = 32;
 
-/// Work a launch does, for the virtual clock: time = max(flops / peak_flops, bytes / hbm_bw)
-/// plus a fixed launch latency (docs/simgpu.md).
+/// Work a launch does, for the virtual clock: time = max(flops / peak_flops, bytes / hbm_bw,
+/// link_bytes / peer_link_bandwidth) plus a fixed launch latency (docs/simgpu.md).
 struct KernelCost {
+  double flops = 0;
+  double bytes = 0;
+  double link_bytes = 0;  ///< bytes a collective moves over the GPU-to-GPU link (per GPU)
+};
+
+/// The cost of a version-1 image: no link bytes. Kept so that images built before version 2
+/// (whose cost functions return this two-double struct) still load and time correctly.
+struct KernelCostV1 {
   double flops = 0;
   double bytes = 0;
 };
@@ -33,6 +42,8 @@ struct LaunchDims {
 using KernelHostFn = void (*)(void* const* params, const LaunchDims& dims);
 /// May be null: the kernel then costs only the launch latency.
 using KernelCostFn = KernelCost (*)(void* const* params, const LaunchDims& dims);
+/// What a version-1 image's `cost` pointer really is (simgpu casts back before calling it).
+using KernelCostFnV1 = KernelCostV1 (*)(void* const* params, const LaunchDims& dims);
 
 struct ParamLayout {
   std::uint32_t offset;  ///< byte offset in a packed parameter buffer

@@ -1,0 +1,61 @@
+// The model-shaped trainer's one kernel (docs/trainer.md, "Model-shaped mode"): it reads sampled
+// words of up to five input tensors and writes sampled words of up to four output tensors, and
+// costs whatever FLOPs, HBM bytes and link bytes the launch site says the real kernel it stands
+// for would cost. Sampling keeps host RAM and wall time small at LLM scale (simgpu commits memory
+// only for written bytes) while every 2 MiB granule of every tensor still carries a word whose
+// value depends on the tensor, its offset, the step and everything upstream of it, so a lost,
+// stale or misplaced range of any tensor changes the final checksum.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "chameleon/simgpu/module_image.h"
+
+namespace chameleon::train_sim {
+
+inline constexpr std::size_t kSampleGranule = 2u << 20;  ///< one sampled word per 2 MiB
+inline constexpr int kSampledInputs = 5;
+inline constexpr int kSampledOutputs = 4;
+
+/// Calls `visit(offset)` for every sampled 4-byte word of a `bytes`-long tensor, in increasing
+/// order: the first word, one word per 2 MiB granule at a position that depends only on the
+/// granule's index, and the last whole word (so the first and the last page are always covered).
+/// Positions depend only on `bytes`, never on the address, so a producer and a consumer of one
+/// tensor agree on them whatever the allocator did. Tensors under 4 bytes have no sampled word.
+template <class Visit>
+void ForEachSampledWord(std::size_t bytes, Visit&& visit) {
+  if (bytes < 4) return;
+  const std::size_t last = (bytes / 4 - 1) * 4;
+  std::size_t previous = 0;
+  visit(std::size_t{0});
+  for (std::size_t base = 0; base < bytes; base += kSampleGranule) {
+    // A fixed odd multiplier scatters positions inside each granule (not always its start, so
+    // a copy that moved only granule heads would still be caught).
+    const std::uint64_t scatter = (base / kSampleGranule + 1) * 0x9e3779b97f4a7c15ull;
+    std::size_t offset = base + (scatter >> 40) % (kSampleGranule / 4) * 4;
+    if (offset > last) offset = last;
+    if (offset > previous) {
+      visit(offset);
+      previous = offset;
+    }
+  }
+  if (last > previous) visit(last);
+}
+
+/// Number of sampled words of a `bytes`-long tensor.
+std::size_t SampledWordCount(std::size_t bytes);
+
+/// The one-kernel module image handed to cuModuleLoadData. Parameters, in order: five inputs and
+/// four outputs, each (P pointer|0, I bytes low 31 bits, I bytes >> 31); then I tag, I step,
+/// F flops, F bytes, F link bytes. 32 parameters, simgpu's maximum.
+const simgpu::ModuleImage& SampledModuleImage();
+
+namespace kernels {
+/// The host function: h = mix(tag, step, every sampled input word and its offset); output k's
+/// word at offset o = mix(h, k, o). Inputs are all read before any output is written, so an
+/// output may also be an input (in-place updates such as Adam's).
+void Sampled(void* const* params, const simgpu::LaunchDims& dims);
+}  // namespace kernels
+
+}  // namespace chameleon::train_sim
