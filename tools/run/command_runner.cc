@@ -30,23 +30,38 @@ void InstallForwarding() {
 
 }  // namespace
 
+void BlockForwardedSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : kForwarded) sigaddset(&set, sig);
+  ::sigprocmask(SIG_BLOCK, &set, nullptr);
+}
+
 int RunCommand(const std::vector<std::string>& command) {
   std::vector<char*> argv;
   for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   InstallForwarding();  // before fork: exec resets caught signals to their defaults in the child
+  // Blocked across fork so that a signal arriving before g_child is set is held, not lost.
+  sigset_t forwarded, previous;
+  sigemptyset(&forwarded);
+  for (int sig : kForwarded) sigaddset(&forwarded, sig);
+  ::sigprocmask(SIG_BLOCK, &forwarded, &previous);
+  for (int sig : kForwarded) sigdelset(&previous, sig);  // held since BlockForwardedSignals()
   const pid_t pid = ::fork();
-  if (pid < 0) {
-    std::fprintf(stderr, "chameleon-run: fork: %s\n", std::strerror(errno));
-    return 1;
-  }
   if (pid == 0) {
+    ::sigprocmask(SIG_SETMASK, &previous, nullptr);
     ::execvp(argv[0], argv.data());
     const int err = errno;
     std::fprintf(stderr, "chameleon-run: cannot run %s: %s\n", argv[0], std::strerror(err));
     ::_exit(err == ENOENT ? 127 : 126);
   }
-  g_child = pid;
+  if (pid > 0) g_child = pid;
+  ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+  if (pid < 0) {
+    std::fprintf(stderr, "chameleon-run: fork: %s\n", std::strerror(errno));
+    return 1;
+  }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }

@@ -9,6 +9,11 @@
 
 namespace chameleon::run {
 
+/// Holds SIGINT, SIGTERM, SIGHUP and SIGQUIT until RunCommand has started the command, so that
+/// one arriving while a private daemon starts is forwarded to the command (which then ends and
+/// the daemon is stopped) instead of killing chameleon-run and orphaning the daemon.
+void BlockForwardedSignals();
+
 /// Forks and execvp()s `command` (127 when it cannot be executed), waits for it, and returns its
 /// exit status, or 128 + N when signal N ended it.
 int RunCommand(const std::vector<std::string>& command);

@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const RunOptions& opt = parsed.options;
+  chameleon::run::BlockForwardedSignals();
   const std::string exe_dir = chameleon::run::ExecutableDir();
   const std::string shim = chameleon::run::FindShimLibrary(exe_dir);
   if (shim.empty())

@@ -44,6 +44,9 @@ bool WaitExit(pid_t pid, int timeout_ms) {
 [[noreturn]] void ExecDaemon(const std::string& path, const std::string& socket,
                              const std::string& log) {
   ::setpgid(0, 0);
+  sigset_t none;  // chameleon-run holds its termination signals; the daemon must get them
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd >= 0) {
     ::dup2(fd, STDOUT_FILENO);
