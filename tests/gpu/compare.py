@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
 """Compares the plain and shim runs written by run_gpu_check.sh and prints a table.
 
-Per allocator mode: losses and checksum bit-identical?, steps/s without and with the shim,
-overhead, and what the shim saw (from its CHAMELEON_DEBUG=stats exit line): launches,
-allocations, frees, records. Exit status 0 only if every mode is identical and the shim saw
-launches and allocations in every mode.
+First the probe's figures (probe.txt, probe.yaml). Per allocator mode: losses and checksum
+bit-identical?, steps/s without and with the shim, overhead, and what the shim saw (from its
+CHAMELEON_DEBUG=stats exit line): launches, allocations, frees, records. Then the run under
+CHAMELEON_DEVICE_LIMIT = peak / 2 against the default mode's plain run: identical?, and what the
+executor moved (the last line of its CHAMELEON_STATS_FILE). Exit status 0 only if the probe ran,
+every mode is identical with launches and allocations seen, and the limited run is identical and
+swapped.
 """
+import json
 import os
 import re
 import sys
 
-MODES = ["default", "cudaMallocAsync", "expandable"]
+MODES = ["default", "expandable", "nocache"]
 LAUNCH = ("cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",
           "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz", "cuGraphLaunch",
           "cuGraphLaunch_ptsz")
@@ -44,8 +48,61 @@ def shim_calls(log_lines):
     return None, 0
 
 
-def main(out_dir):
+def probe_ok(out_dir):
+    """Prints the probe's table; true when both of its runs exited 0 and the YAML has the keys."""
     ok = True
+    for name in ("probe.txt", "probe.yaml"):
+        path = os.path.join(out_dir, name)
+        rc = read(path + ".rc") if os.path.exists(path + ".rc") else ["?"]
+        if rc != ["0"] or not os.path.exists(path):
+            print(f"probe: {name} failed (exit status {rc[0] if rc else '?'}); see {path}.err")
+            ok = False
+    if ok:
+        yaml = "\n".join(read(os.path.join(out_dir, "probe.yaml")))
+        for key in ("host_to_device_bandwidth", "device_to_host_bandwidth", "host_link_bandwidth"):
+            if not re.search(rf"^{key}: [0-9.e+]+", yaml, re.M):
+                print(f"probe: probe.yaml has no {key}")
+                ok = False
+    return ok
+
+
+def last_stats(path):
+    """The executor's totals from the last line of a CHAMELEON_STATS_FILE, or None."""
+    if not os.path.exists(path):
+        return None
+    lines = [l for l in read(path) if l.strip()]
+    try:
+        return json.loads(lines[-1])["totals"] if lines else None
+    except (ValueError, KeyError):
+        return None
+
+
+def limited_ok(out_dir):
+    out = os.path.join(out_dir, "limited.shim.out")
+    if not os.path.exists(out):
+        print("limited: no run (no peak_bytes in default.plain.out?)")
+        return False
+    limit = (read(os.path.join(out_dir, "limited.limit")) or ["?"])[0]
+    plain = result_lines(read(os.path.join(out_dir, "default.plain.out")))
+    identical = bool(plain) and plain == result_lines(read(out))
+    totals = last_stats(os.path.join(out_dir, "limited.stats.jsonl")) or {}
+    moved = {k: totals.get(k, 0) for k in ("swap_out_bytes", "swap_in_bytes", "evictions",
+                                           "fault_ins", "prefetch_hits")}
+    print(f"limited (limit {limit} bytes = peak / 2): identical {identical}, "
+          f"steps/s {value(read(out), 'steps_per_s') or '?'}, "
+          + ", ".join(f"{k} {v}" for k, v in moved.items()))
+    ok = identical and moved["swap_out_bytes"] > 0
+    if not identical:
+        print("  results differ: diff default.plain.out limited.shim.out")
+    if moved["swap_out_bytes"] == 0:
+        print("  nothing was swapped out under the limit (limited.stats.jsonl)")
+    return ok
+
+
+def main(out_dir):
+    ok = probe_ok(out_dir)
+    if os.path.exists(os.path.join(out_dir, "probe.txt")):
+        print("\n".join(read(os.path.join(out_dir, "probe.txt"))))
     print(f"{'mode':<16} {'identical':<10} {'plain it/s':>10} {'shim it/s':>10} {'overhead':>9} "
           f"{'launches':>9} {'allocs':>8} {'frees':>8} {'records':>8}")
     for mode in MODES:
@@ -73,6 +130,7 @@ def main(out_dir):
         elif launches == 0 or allocs == 0:
             ok = False
             print("  the shim saw no launches or no allocations: interposition failed")
+    ok = limited_ok(out_dir) and ok
     print("RESULT:", "PASS" if ok else "FAIL")
     return 0 if ok else 1
 
