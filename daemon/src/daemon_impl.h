@@ -84,6 +84,7 @@ class DaemonImpl {
   void KeepRestartOnlyOptions(DaemonOptions* next) const;
   void BindSocket();
   void StartMetrics();
+  void ReportHostMemory();
   void ReadAvailable(Connection* conn);
   bool Dispatch(Connection* conn, const ipc::MessageHeader& header,
                 std::span<const std::uint8_t> payload);

@@ -143,7 +143,23 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                      .Name("chameleon_device_bytes_peak")
                      .Help("Peak device bytes of the client")
                      .Register(r);
+  host_memory_bytes_ = &BuildGauge()
+                            .Name("chameleon_host_memory_bytes")
+                            .Help(
+                                "Host DRAM of the node per NUMA node (CHAMELEON_TOPOLOGY, "
+                                "else sysfs, else physical RAM)")
+                            .Register(r);
   RegisterExecutorFamilies();
+}
+
+void Metrics::SetHostMemory(const std::vector<std::uint64_t>& numa_bytes) {
+  // Called at start-up only; series are added once per NUMA node and kept.
+  while (host_memory_series_.size() < numa_bytes.size()) {
+    const std::string numa = std::to_string(host_memory_series_.size());
+    host_memory_series_.push_back(&host_memory_bytes_->Add({{"numa", numa}}));
+  }
+  for (std::size_t i = 0; i < host_memory_series_.size(); ++i)
+    host_memory_series_[i]->Set(i < numa_bytes.size() ? static_cast<double>(numa_bytes[i]) : 0);
 }
 
 SlotMetrics& Metrics::Slot(std::uint32_t slot) {

@@ -8,11 +8,13 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
 
 #include "chameleon/daemon/daemon.h"
+#include "chameleon/topology/host_memory.h"
 #include "daemon_impl.h"
 
 namespace chameleon::daemon {
@@ -104,8 +106,21 @@ void DaemonImpl::StartMetrics() {
   spdlog::info("metrics on http://{}:{}/metrics", listen.substr(0, colon), metrics_port.load());
 }
 
+// The node's host memory, from the same source as the shims' pinned-host caps
+// (topology/host_memory.h): reported once, so that an operator sees which figure the node runs on.
+void DaemonImpl::ReportHostMemory() {
+  topology::HostMemoryOptions where;
+  if (const char* path = std::getenv("CHAMELEON_TOPOLOGY")) where.topology_path = path;
+  const topology::HostMemory host = topology::ReadHostMemory(where);
+  if (!host.warning.empty()) spdlog::warn("host memory: {}", host.warning);
+  spdlog::info("host memory: {} bytes over {} NUMA node(s), from {}", host.total(),
+               host.numa_bytes.size(), topology::HostMemorySourceName(host.source));
+  metrics_.SetHostMemory(host.numa_bytes);
+}
+
 void DaemonImpl::Start() {
   BindSocket();
+  ReportHostMemory();
   StartMetrics();
   uv_loop_init(&loop_);
   loop_ready_ = true;

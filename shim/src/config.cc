@@ -109,6 +109,7 @@ Config LoadConfig() {
     }
   }
   ReadBytes("CHAMELEON_HOST_POOL_BYTES", &config.host_pool_bytes);
+  if (const char* topology = std::getenv("CHAMELEON_TOPOLOGY")) config.topology_path = topology;
   ReadBytes("CHAMELEON_SWAP_CHUNK_BYTES", &config.swap_chunk_bytes);
   ReadBytes("CHAMELEON_SWAP_MIN_BYTES", &config.swap_min_bytes);
   return config;

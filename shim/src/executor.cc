@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "host_pool_cap.h"
 #include "log.h"
 #include "swap/pointer_scan.h"
 
@@ -12,13 +13,6 @@ namespace chameleon::shim {
 std::atomic<Executor*> g_executor{nullptr};
 
 namespace {
-
-std::uint64_t HalfHostMemory() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page = ::sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page <= 0) return 8ull << 30;
-  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 2;
-}
 
 // Warm-up (and a run without a daemon, which has no boundaries at all) evicts before or between
 // boundary scans. So the allocations that may evict scan too: the 1st, 2nd, 4th, 8th, ... of
@@ -68,7 +62,11 @@ Executor* CreateExecutor(const ExecutorEnv& env) {
   o.device = dev;
   o.chunk_bytes = c.swap_chunk_bytes;
   o.device_limit_bytes = limit;
-  o.host_pool_cap_bytes = c.host_pool_bytes != 0 ? c.host_pool_bytes : HalfHostMemory();
+  topology::HostMemoryOptions host_memory;
+  host_memory.topology_path = c.topology_path;
+  const HostPoolCap cap = ResolveHostPoolCap(c.host_pool_bytes, host_memory);
+  if (!cap.warning.empty()) Log(LogLevel::kWarn, "host pool cap: %s", cap.warning.c_str());
+  o.host_pool_cap_bytes = cap.bytes;
   o.external_bytes = &ex->passthrough_live;
   ex->api = api;
   ex->pointer_scan = c.pointer_scan;
@@ -88,11 +86,12 @@ Executor* CreateExecutor(const ExecutorEnv& env) {
         c.stats_file.c_str());
   }
   Log(LogLevel::kInfo,
-      "swap executor on: device %d, limit %llu bytes (%s), chunk %zu bytes, host pool cap %llu, "
+      "swap executor on: device %d, limit %llu bytes (%s), chunk %zu bytes, host pool cap %llu "
+      "(%s), "
       "pass-through below %llu bytes, daemon policy %s",
       static_cast<int>(dev), static_cast<unsigned long long>(limit),
       ex->limit_from_env ? "CHAMELEON_DEVICE_LIMIT" : "device memory", ex->engine->chunk_bytes(),
-      static_cast<unsigned long long>(o.host_pool_cap_bytes),
+      static_cast<unsigned long long>(o.host_pool_cap_bytes), cap.source,
       static_cast<unsigned long long>(ex->min_bytes), ex->apply_policy ? "on" : "off");
   return ex.release();  // lives as long as the process, like Runtime
 }

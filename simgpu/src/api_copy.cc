@@ -37,7 +37,9 @@ OpCost CopyCost(const Endpoint& dst, const Endpoint& src, std::size_t n) {
   OpCost c;
   c.kind = OpCost::Kind::kCopy;
   c.bytes = static_cast<double>(n);
-  const double host_bw = cfg.host_link_bandwidth;
+  // Each host-link direction has its own figure (PCIe Gen5 reads and writes differ by ~15 %).
+  const double h2d = cfg.host_to_device_bandwidth;
+  const double d2h = cfg.device_to_host_bandwidth;
   const bool pageable = src.place == Place::kPageableHost || dst.place == Place::kPageableHost;
   if (OnDevice(src) && OnDevice(dst)) {
     if (src.device == dst.device) {
@@ -49,17 +51,17 @@ OpCost CopyCost(const Endpoint& dst, const Endpoint& src, std::size_t n) {
       c.bandwidth = bw;
       c.link = &Dev(src.device)->peer_out[static_cast<std::size_t>(dst.device)];
     } else {
-      c.bandwidth = host_bw;  // staged through host memory
+      c.bandwidth = cfg.host_link_bandwidth();  // staged through host memory: both directions
       c.link = &Dev(src.device)->d2h;
     }
   } else if (OnDevice(dst)) {
-    c.bandwidth = pageable ? host_bw / 2 : host_bw;
+    c.bandwidth = pageable ? h2d / 2 : h2d;
     c.link = &Dev(dst.device)->h2d;
   } else if (OnDevice(src)) {
-    c.bandwidth = pageable ? host_bw / 2 : host_bw;
+    c.bandwidth = pageable ? d2h / 2 : d2h;
     c.link = &Dev(src.device)->d2h;
   } else {
-    c.bandwidth = host_bw;  // host to host: a memcpy at roughly host-link speed
+    c.bandwidth = h2d;  // host to host: a memcpy at roughly host-link speed
   }
   return c;
 }
@@ -103,7 +105,8 @@ CUresult Memset(CUdeviceptr dst, T value, std::size_t count, CUstream h, bool pt
   OpSpec op;
   op.cost.kind = OpCost::Kind::kCopy;
   op.cost.bytes = static_cast<double>(count * sizeof(T));
-  op.cost.bandwidth = OnDevice(d) ? cfg.hbm_bandwidth : cfg.host_link_bandwidth;
+  // A memset of host memory is the device writing over the link.
+  op.cost.bandwidth = OnDevice(d) ? cfg.hbm_bandwidth : cfg.device_to_host_bandwidth;
   const Backing db = BackingOf(dst, count * sizeof(T));
   op.work = [dst, value, count, db] {
     T* p = reinterpret_cast<T*>(dst);

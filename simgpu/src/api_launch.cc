@@ -142,7 +142,7 @@ CUresult Launch(CUfunction f, const LaunchDims& dims, CUstream h, void** params,
   op.cost.kind = OpCost::Kind::kKernel;
   if (fn->entry->cost) {
     const KernelCost c = CostOf(*fn, args->ptrs.data(), dims);
-    const double bw = check.host_memory ? cfg.host_link_bandwidth : cfg.hbm_bandwidth;
+    const double bw = check.host_memory ? cfg.host_link_bandwidth() : cfg.hbm_bandwidth;
     op.cost.compute_ns =
         std::max({c.flops / cfg.peak_flops, c.bytes / bw, c.link_bytes / cfg.peer_link_bandwidth}) *
         1e9;

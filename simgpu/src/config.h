@@ -11,26 +11,41 @@ namespace chameleon::simgpu {
 inline constexpr int kMaxDevices = 16;
 inline constexpr std::uint64_t kGiB = 1ull << 30;
 
-/// Everything the environment (SIMGPU_DEVICES, SIMGPU_MEMORY, SIMGPU_TOPOLOGY, SIMGPU_REPORT)
-/// can set. Defaults are documented in docs/simgpu.md. Plain value type.
+/// Everything the environment (SIMGPU_MACHINE, SIMGPU_DEVICES, SIMGPU_MEMORY, SIMGPU_TOPOLOGY,
+/// SIMGPU_REPORT) can set. The figures have no defaults here: the machine preset
+/// (simgpu/machines/<name>.yaml, default a100-pcie4) defines every one of them, and
+/// SIMGPU_TOPOLOGY and the variables override it. docs/simgpu.md "Machines". Plain value type.
 struct Config {
-  int device_count = 1;
-  std::vector<std::uint64_t> memory_bytes;  ///< per device
-  std::vector<int> numa_node;               ///< per device
+  std::string machine;              ///< the preset's `machine` key (SIMGPU_TOPOLOGY may rename it)
+  int device_count = 1;             ///< SIMGPU_DEVICES: devices this process sees
+  int gpus_per_node = 0;            ///< GPUs of the modelled node (informational; not device_count)
+  std::uint64_t device_memory = 0;  ///< capacity of each device unless SIMGPU_MEMORY
+  std::vector<std::uint64_t> memory_bytes;     ///< per device
+  std::vector<int> numa_node;                  ///< per device (CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID)
+  std::vector<int> gpu_numa_nodes;             ///< per GPU of the node; device i takes [i % size]
+  std::vector<std::uint64_t> host_numa_bytes;  ///< host DRAM per NUMA node
   /// peer_bandwidth[a][b]: bytes/s of the a->b link; 0 = no direct link (copies go via host).
   std::vector<std::vector<double>> peer_bandwidth;
-  // Defaults calibrated against ../shared/traces/megatron_kineto_0.json.gz (A100-SXM4-80GB);
-  // docs/simgpu.md shows the fit.
-  double host_link_bandwidth = 25e9;  ///< bytes/s per direction (PCIe Gen4 x16, achieved)
-  double peak_flops = 2.6e14;         ///< achieved fp16 tensor-core GEMM throughput
-  double hbm_bandwidth = 1.5e12;      ///< achieved HBM2e bandwidth, bytes/s
-  /// bytes/s a collective kernel (KernelCost::link_bytes) moves per GPU over NVLink; the
-  /// NVLink3 figure of the default peer links.
-  double peer_link_bandwidth = 2.5e11;
-  std::uint64_t launch_latency_ns = 2000;  ///< fixed device-side cost of every kernel
-  std::uint64_t copy_latency_ns = 1000;    ///< fixed cost of every copy / memset
-  std::uint64_t host_call_ns = 1000;       ///< host clock advance per driver call
-  bool report = false;                     ///< SIMGPU_REPORT=1: peaks to stderr at exit
+  double host_to_device_bandwidth = 0;  ///< bytes/s, per device, achieved
+  double device_to_host_bandwidth = 0;  ///< bytes/s, per device, achieved
+  double peer_link_bandwidth = 0;       ///< bytes/s per direction of each default peer link
+  double peak_flops = 0;                ///< achieved GEMM throughput (peak x fraction or a fit)
+  double hbm_bandwidth = 0;             ///< achieved HBM bytes/s (peak x fraction or a fit)
+  double gemm_peak_flops = 0;           ///< bf16 dense peak (0: peak_flops was given directly)
+  double gemm_fraction = 0;             ///< achieved / peak GEMM (0: likewise)
+  double hbm_peak_bandwidth = 0;        ///< datasheet HBM bytes/s (0: hbm_bandwidth was direct)
+  double hbm_fraction = 0;              ///< achieved / peak HBM (0: likewise)
+  std::uint64_t launch_latency_ns = 0;  ///< fixed device-side cost of every kernel
+  std::uint64_t copy_latency_ns = 0;    ///< fixed cost of every copy / memset
+  std::uint64_t host_call_ns = 0;       ///< host clock advance per driver call
+  bool report = false;                  ///< SIMGPU_REPORT=1: peaks to stderr at exit
+
+  /// The slower host-link direction: what a transfer that needs both (a peer copy staged through
+  /// host memory, a kernel that reads and writes host memory) gets.
+  double host_link_bandwidth() const {
+    return host_to_device_bandwidth < device_to_host_bandwidth ? host_to_device_bandwidth
+                                                               : device_to_host_bandwidth;
+  }
 };
 
 /// Parses a positive size by the one byte-size grammar (chameleon/ipc/byte_size.h: "2GiB" = 2^31,
@@ -38,7 +53,7 @@ struct Config {
 bool ParseSize(std::string_view text, std::uint64_t* out);
 
 /// Builds the configuration from the environment. Returns "" on success, else a message that
-/// names the offending variable; `out` then holds defaults.
+/// names the offending variable; `out` is then unusable (cuInit fails).
 std::string LoadConfig(Config* out);
 
 }  // namespace chameleon::simgpu

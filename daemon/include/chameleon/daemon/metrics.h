@@ -101,6 +101,9 @@ class Metrics {
   prometheus::Counter& bad_input(BadInput reason) { return *bad_input_[static_cast<int>(reason)]; }
   prometheus::Histogram& generation_seconds() { return *generation_seconds_; }
   prometheus::Histogram& detection_seconds() { return *detection_seconds_; }
+  /// Sets chameleon_host_memory_bytes{numa="<i>"} to the node's host DRAM per NUMA node (from
+  /// topology::ReadHostMemory at start-up). Nodes beyond a shorter, later list read 0.
+  void SetHostMemory(const std::vector<std::uint64_t>& numa_bytes);
 
   /// Text exposition of every family (what /metrics serves).
   std::string Serialize() const;
@@ -139,6 +142,8 @@ class Metrics {
   std::map<std::string, Family<prometheus::Counter>*> executor_counters_;
   std::map<std::string, Family<prometheus::Gauge>*> executor_gauges_;
   Family<prometheus::Gauge>* device_limit_bytes_;
+  Family<prometheus::Gauge>* host_memory_bytes_;
+  std::vector<prometheus::Gauge*> host_memory_series_;
   std::map<std::uint32_t, SlotMetrics> slots_;
 };
 
