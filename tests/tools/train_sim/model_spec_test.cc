@@ -42,14 +42,13 @@ TEST(ModelSpecTest, ShouldStoreKorthikantiActivationsForGpt2) {
             111411200u + 262144000u);
 }
 
-// Tensor parallelism t = 5 (25 heads): with sequence parallelism everything is split,
-// sbh(34 + 5as/h) / t (eq. 5); without it sbh(10 + 24/t + 5as/(ht)) (eq. 2).
+// Tensor parallelism t = 5 (25 heads), s = 1000, b = 2 (so that s·b divides by 5): with sequence
+// parallelism everything is split, sbh(34 + 5as/h) / t (eq. 5); without it
+// sbh(10 + 24/t + 5as/(ht)) (eq. 2). sbh = 3,200,000 and as²b = 50,000,000: 71,760,000 and
+// 32,000,000 + 15,360,000 + 50,000,000.
 TEST(ModelSpecTest, ShouldSplitActivationsUnderTensorAndSequenceParallelism) {
-  const std::size_t sbh = 2u * 1024 * 1600, scores = 25u * 1024 * 1024 * 2;
-  EXPECT_EQ(ActivationBytesPerLayer(Shape("gpt2-xl", 2, 1024, 5, true, false)),
-            (34 * sbh + 5 * scores) / 5);
-  EXPECT_EQ(ActivationBytesPerLayer(Shape("gpt2-xl", 2, 1024, 5, false, false)),
-            10 * sbh + 24 * sbh / 5 + 5 * scores / 5);
+  EXPECT_EQ(ActivationBytesPerLayer(Shape("gpt2-xl", 2, 1000, 5, true, false)), 71760000u);
+  EXPECT_EQ(ActivationBytesPerLayer(Shape("gpt2-xl", 2, 1000, 5, false, false)), 97360000u);
 }
 
 // Llama 2 7B, s = 4096, b = 1, flash: no dropout masks; eight [s, h] bf16 tensors (x_in, norm1,

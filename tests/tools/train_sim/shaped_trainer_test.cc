@@ -150,7 +150,8 @@ TEST(ShapedTrainerTest, ShouldShardTheModelUnderTensorParallelism) {
 }
 
 TEST(ShapedTrainerTest, ShouldReportShiftsUnderDynamic) {
-  const RunResult r = RunTrainer(With(kTinyLlama, {"--steps", "6", "--dynamic", "2"}));
+  const RunResult r = RunTrainer(
+      {"--model", "llama2-7b", "--layers", "1", "--seq", "8", "--steps", "6", "--dynamic", "2"});
   ASSERT_EQ(r.code, 0) << r.err;
   // The auxiliary branch is on in steps 2-3; step 5 skips the optimizer (options.cc).
   EXPECT_EQ(LinesWith(r.out, "shift at step ").size(), 3u) << r.out;
