@@ -352,7 +352,7 @@ TEST_F(PatternReplayTest, ShouldCutTheReplayedMegatronTraceAtTheBoundaryPattern)
 
 // Issue 18 asks for STABLE within m + n + 3 iterations from the start and after every detected
 // shift (the trainer's --dynamic branch switches every 15 steps, room for a whole stage cycle).
-// Measured here: 13 from the start and 11 after the first shift (AllCandidatesAreMeasured...,
+// Measured here: 13-15 from the start and 11 after the first shift (AllCandidatesAreMeasured...,
 // the same trainer with every configuration measured: 38). Not met yet, so the bound asserted is
 // m + n + 3 plus one hold step per configuration (docs/detection.md §4 says where the rest goes).
 TEST_F(TrainerTest, ShouldReachStableWithinOneHoldStepPerConfigurationAfterEveryShift) {
