@@ -20,9 +20,11 @@ struct Config {
   std::string stats_file;               ///< CHAMELEON_STATS_FILE: executor records (JSON lines)
   bool telemetry = true;                ///< CHAMELEON_TELEMETRY=0 keeps only the tracking
   // --- swap executor (docs/shim.md, "Swap executor") ---
-  std::uint64_t device_limit_bytes = 0;     ///< CHAMELEON_DEVICE_LIMIT (0 = not set or invalid)
-  bool swap_policy = true;                  ///< CHAMELEON_SWAP_POLICY=off: safety net only
-  bool pointer_scan = true;                 ///< CHAMELEON_POINTER_SCAN=off: no pointer-table scan
+  std::uint64_t device_limit_bytes = 0;  ///< CHAMELEON_DEVICE_LIMIT (0 = not set or invalid)
+  bool swap_policy = true;               ///< CHAMELEON_SWAP_POLICY=off: safety net only
+  bool pointer_scan = true;              ///< CHAMELEON_POINTER_SCAN=off: no pointer-table scan
+  /// CHAMELEON_EVICTION=belady|closest-size: the safety net's victim rule (docs/executor.md).
+  bool eviction_closest_size = false;
   std::uint64_t host_pool_bytes = 0;        ///< CHAMELEON_HOST_POOL_BYTES (0 = half the host RAM)
   std::uint64_t swap_chunk_bytes = 0;       ///< CHAMELEON_SWAP_CHUNK_BYTES (0 = VMM granularity)
   std::uint64_t swap_min_bytes = 2u << 20;  ///< CHAMELEON_SWAP_MIN_BYTES: smaller ones pass through
