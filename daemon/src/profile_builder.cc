@@ -1,7 +1,5 @@
 #include "chameleon/daemon/profile_builder.h"
 
-#include <algorithm>
-
 #include "chameleon/ipc/event_records.h"
 
 namespace chameleon::daemon {
@@ -72,17 +70,7 @@ void ProfileBuilder::AddAlloc(std::uint64_t id, std::uint64_t bytes, bool swappa
 void ProfileBuilder::AddFree(std::uint64_t id) {
   auto it = index_.find(id);
   const std::uint32_t tensor = it != index_.end() ? it->second : TensorIndex(id);
-  policy::ProfileTensor& t = profile_.tensors[tensor];
-  t.free_op = static_cast<std::int32_t>(profile_.ops.size()) - 1;
-  // The shim reports the bytes live right after each op record, before the frees that follow
-  // the op, while bytes_live_after means after them (policy/profile.h; ReplayMemory counts a
-  // tensor freed after op i up to op i through its own bytes). Left in, the freed bytes showed up
-  // a second time as "untracked" memory at op i: 16.8 MB of phantom bytes at the demo's op 64,
-  // which made every plan for the quick shape at peak / 4 infeasible.
-  if (!profile_.ops.empty()) {
-    std::uint64_t& live = profile_.ops.back().bytes_live_after;
-    live -= std::min(live, t.bytes);
-  }
+  profile_.tensors[tensor].free_op = static_cast<std::int32_t>(profile_.ops.size()) - 1;
 }
 
 void ProfileBuilder::AddMemInfo(std::uint64_t bytes_live) {

@@ -3,33 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "chameleon/ipc/event_records.h"
-#include "chameleon/policy/memory.h"
 #include "chameleon/policy/profile_json.h"
 
 namespace chameleon::daemon {
 namespace {
-
-// The shim's order: an op record, its MemInfo (bytes live before the frees that follow), then
-// the frees. After the op the freed tensor is gone: bytes_live_after must not count it, or the
-// planner sees its bytes twice (once as the tensor, once as untracked memory).
-TEST(ProfileBuilder, AFreeAfterAnOpsMemInfoLowersThatOpsLiveBytes) {
-  std::unordered_map<std::uint64_t, LiveAllocation> live{{7, {4096, true}}};
-  ProfileBuilder builder;
-  builder.Begin(&live);
-  builder.AddAlloc(9, 1024, true);
-  const std::uint64_t ids[] = {7, 9};
-  builder.AddOp(20, ids, ipc::kNoAllocation);
-  builder.AddMemInfo(5120);
-  builder.AddFree(9);
-  builder.AddOp(21, std::span<const std::uint64_t>(ids, 1), ipc::kNoAllocation);
-  builder.AddMemInfo(4096);
-  const auto profile = builder.Finish({}, 0.25, "test");
-  ASSERT_EQ(profile.ops.size(), 2u);
-  EXPECT_EQ(profile.ops[0].bytes_live_after, 4096u);
-  EXPECT_EQ(profile.tensors[0].free_op, 0);
-  // ReplayMemory: tensor 9 counts at op 0 through its own bytes, nothing untracked.
-  EXPECT_EQ(policy::ReplayMemory(profile), (std::vector<std::uint64_t>{5120, 4096}));
-}
 
 TEST(ProfileBuilder, AssemblesOpsTensorsLifetimesAndMemory) {
   std::unordered_map<std::uint64_t, LiveAllocation> live{{7, {4096, true}}, {8, {512, false}}};
