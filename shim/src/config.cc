@@ -108,6 +108,14 @@ Config LoadConfig() {
       Log(LogLevel::kWarn, "ignoring CHAMELEON_POINTER_SCAN='%s' (expected on or off)", scan);
     }
   }
+  if (const char* rule = std::getenv("CHAMELEON_EVICTION")) {
+    if (std::strcmp(rule, "closest-size") == 0) {
+      config.eviction_closest_size = true;
+    } else if (std::strcmp(rule, "belady") != 0) {
+      Log(LogLevel::kWarn, "ignoring CHAMELEON_EVICTION='%s' (expected belady or closest-size)",
+          rule);
+    }
+  }
   ReadBytes("CHAMELEON_HOST_POOL_BYTES", &config.host_pool_bytes);
   if (const char* topology = std::getenv("CHAMELEON_TOPOLOGY")) config.topology_path = topology;
   ReadBytes("CHAMELEON_SWAP_CHUNK_BYTES", &config.swap_chunk_bytes);

@@ -27,6 +27,19 @@ void ScanUnderPressure(Executor& ex, std::uint64_t bytes, CUstream stream) {
   ExecutorPointerScan(ex, stream, /*boundary=*/false);
 }
 
+// The op's engine tensors at its position in the iteration, for the Belady eviction rule
+// (swap/use_history.h). Launch path: plain loads and stores, one relaxed fetch_add.
+void RecordUses(Executor& ex, AllocationState* const* states, std::uint32_t n) {
+  const std::uint32_t position = ex.op_position.load(std::memory_order_relaxed);
+  ex.op_position.store(position + 1, std::memory_order_relaxed);
+  swap::AllocId ids[ipc::kMaxLaunchTensors];
+  std::uint32_t m = 0;
+  for (std::uint32_t i = 0; i < n && m < ipc::kMaxLaunchTensors; ++i) {
+    if (const swap::AllocId id = IdOf(states[i])) ids[m++] = id;
+  }
+  if (m != 0) ex.engine->RecordUses(position, ids, m);
+}
+
 }  // namespace
 
 Executor* CreateExecutor(const ExecutorEnv& env) {
@@ -68,6 +81,9 @@ Executor* CreateExecutor(const ExecutorEnv& env) {
   if (!cap.warning.empty()) Log(LogLevel::kWarn, "host pool cap: %s", cap.warning.c_str());
   o.host_pool_cap_bytes = cap.bytes;
   o.external_bytes = &ex->passthrough_live;
+  o.eviction =
+      c.eviction_closest_size ? swap::EvictionRule::kClosestSize : swap::EvictionRule::kBelady;
+  ex->record_uses = !c.eviction_closest_size;
   ex->api = api;
   ex->pointer_scan = c.pointer_scan;
   ex->table = env.table;
@@ -212,6 +228,7 @@ CUresult ExecutorBeforeOp(Executor& ex, std::uint32_t token, CUstream stream,
     op->occurrence = ex.runner->BeforeOp(token, stream);
     op->runner = true;
   }
+  if (ex.record_uses) RecordUses(ex, states, n);
   std::uint32_t bits = 0;
   for (std::uint32_t i = 0; i < n; ++i) bits |= states[i]->flags.load(std::memory_order_acquire);
   // A named page of the program's VMM: the op may reach the pages after it (program_vmm.h).
@@ -305,6 +322,10 @@ void ExecutorBoundary(Executor& ex) {
   // the next one).
   const std::uint64_t generation = swap::SwapCounters::Get(ex.counters.policy_generation);
   ex.runner->BeginIteration();
+  if (ex.record_uses) {
+    ex.engine->CloseUseIteration(ex.op_position.load(std::memory_order_relaxed));
+    ex.op_position.store(0, std::memory_order_relaxed);
+  }
   if (ex.stats_file.is_open()) {
     ex.stats_file.Write("iteration", ex.counters.Values(), generation, ex.engine->device_limit());
   }

@@ -70,6 +70,11 @@ struct Executor {
   /// counted against the limit (the engine reads it).
   std::atomic<std::uint64_t> passthrough_live{0};
   std::atomic<std::uint64_t> frees{0};  ///< engine frees, to flush unmaps every so often
+  /// CHAMELEON_EVICTION=belady: each op's tensors are recorded for the safety net's next-use rule.
+  bool record_uses = true;
+  /// Ops since the iteration boundary (plain load + store: launching threads racing may lose a
+  /// count, which only blurs the Belady rule's positions).
+  std::atomic<std::uint32_t> op_position{0};
   std::unique_ptr<swap::SwapEngine> engine;
   std::unique_ptr<swap::PolicyRunner> runner;
   std::mutex runner_mu;  ///< serialises BeforeOp/AfterOp/BeginIteration

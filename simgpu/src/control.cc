@@ -2,8 +2,12 @@
 // the host clock: observing the simulation must not change it.
 #include "chameleon/simgpu/control.h"
 
+#include <algorithm>
+#include <mutex>
+
 #include "call_counter.h"
 #include "driver.h"
+#include "stream.h"
 
 using namespace chameleon::simgpu;
 
@@ -39,4 +43,29 @@ extern "C" __attribute__((visibility("default"))) std::uint64_t simgpuDeviceVirt
   Device* dev = nullptr;
   if (GetDevice(device, &dev) != CUDA_SUCCESS) return 0;
   return dev->frontier.Now();
+}
+
+extern "C" __attribute__((visibility("default"))) int simgpuEventVirtualNs(void* event,
+                                                                           std::uint64_t* ns) {
+  SIMGPU_COUNT_ONLY();
+  Event* e = AsEvent(static_cast<CUevent>(event));
+  if (e == nullptr || ns == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  std::lock_guard lock(e->mu);
+  if (!e->recorded) return CUDA_ERROR_INVALID_HANDLE;
+  *ns = e->vtime;
+  return CUDA_SUCCESS;
+}
+
+extern "C" __attribute__((visibility("default"))) int simgpuStreamVirtualNs(void* stream,
+                                                                            std::uint64_t* ns) {
+  SIMGPU_COUNT_ONLY();
+  if (ns == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Stream* s = nullptr;
+  if (CUresult r = ResolveStream(static_cast<CUstream>(stream), false, &s); r != CUDA_SUCCESS) {
+    return r;
+  }
+  std::uint64_t clock = 0;
+  s->Tail(&clock);
+  *ns = std::max(clock, HostClock().Now());
+  return CUDA_SUCCESS;
 }

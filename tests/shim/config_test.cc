@@ -59,5 +59,24 @@ TEST(LoadConfigTest, ReadsTheDeviceLimitAndExecutorSizesByTheSharedGrammar) {
   EXPECT_EQ(c.swap_chunk_bytes, Config{}.swap_chunk_bytes);
 }
 
+bool ClosestSizeWith(const char* value) {
+  setenv("CHAMELEON_EVICTION", value, 1);
+  setenv("CHAMELEON_LOG_LEVEL", "off", 1);
+  const Config c = LoadConfig();
+  unsetenv("CHAMELEON_EVICTION");
+  unsetenv("CHAMELEON_LOG_LEVEL");
+  return c.eviction_closest_size;
+}
+
+TEST(LoadConfigTest, EvictionRuleIsBeladyUnlessClosestSizeIsNamedExactly) {
+  EXPECT_FALSE(Config{}.eviction_closest_size);  // the default: farthest next use
+  EXPECT_TRUE(ClosestSizeWith("closest-size"));
+  EXPECT_FALSE(ClosestSizeWith("belady"));
+  // Anything else is reported and replaced by the default.
+  for (const char* bad : {"", "closest", "Closest-Size", "belady ", "lru", "1"}) {
+    EXPECT_FALSE(ClosestSizeWith(bad)) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace chameleon::shim

@@ -67,6 +67,8 @@ class AllocationTable {
   void UnindexIf(CUdeviceptr va, AllocId id);
   /// Drops the record (not its index entry).
   void Erase(AllocId id) { allocs_.erase(id); }
+  /// The id the next allocation will get (ids are handed out in increasing order).
+  AllocId next_id() const { return next_id_; }
   /// Drops every record and index entry.
   void Clear();
   template <typename Fn>

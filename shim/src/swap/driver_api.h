@@ -8,6 +8,8 @@
 
 #include <cuda.h>
 
+#include <cstdint>
+
 namespace chameleon::shim::swap {
 
 /// Driver functions used by the executor. Names in comments are the ABI symbols resolved.
@@ -39,6 +41,11 @@ struct DriverApi {
   CUresult (*event_record)(CUevent, CUstream) = nullptr;                     // cuEventRecord
   CUresult (*event_query)(CUevent) = nullptr;                                // cuEventQuery
   CUresult (*event_synchronize)(CUevent) = nullptr;                          // cuEventSynchronize
+  // Optional (simgpu only, null on a real driver): the virtual clocks of chameleon/simgpu/
+  // control.h, so that a consumer's wait on a swap-in is judged in virtual time, in stream
+  // order, and never by how far simgpu's worker threads happen to have run.
+  int (*event_virtual_ns)(void*, std::uint64_t*) = nullptr;   // simgpuEventVirtualNs
+  int (*stream_virtual_ns)(void*, std::uint64_t*) = nullptr;  // simgpuStreamVirtualNs
 };
 
 /// Looks up every entry of DriverApi in `handle` with `sym` (the shim passes RealDlsym(); tests

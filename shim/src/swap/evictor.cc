@@ -16,8 +16,35 @@ Allocation* Evictor::PickClosest(std::size_t bytes, AllocId exclude) const {
   return best;
 }
 
+Allocation* Evictor::PickFarthest(std::size_t bytes, AllocId exclude) const {
+  const std::uint32_t now = now_->load(std::memory_order_relaxed);
+  Allocation* best = nullptr;
+  std::uint64_t best_next = 0;
+  std::size_t best_diff = 0;
+  table_->ForEach([&](Allocation& a) {
+    if (a.id == exclude || a.pinned || a.held || a.state != Residency::kResident) return;
+    // kUnknown (no use left, or no record) is the largest value: such tensors go first.
+    const std::uint64_t next = history_->NextUse(a.id, now);
+    const std::size_t diff = a.bytes > bytes ? a.bytes - bytes : bytes - a.bytes;
+    const bool better =
+        !best || next > best_next ||
+        (next == best_next && (diff < best_diff || (diff == best_diff && a.id < best->id)));
+    if (better) {
+      best = &a;
+      best_next = next;
+      best_diff = diff;
+    }
+  });
+  return best;
+}
+
+Allocation* Evictor::Pick(std::size_t bytes, AllocId exclude) const {
+  if (history_ != nullptr && history_->known()) return PickFarthest(bytes, exclude);
+  return PickClosest(bytes, exclude);
+}
+
 bool Evictor::EvictClosest(std::size_t bytes, AllocId exclude) {
-  Allocation* best = PickClosest(bytes, exclude);
+  Allocation* best = Pick(bytes, exclude);
   if (!best || transfers_->SwapOut(best, best->last_stream) != CUDA_SUCCESS) return false;
   MirrorFlags(*best);
   base_.counters->Add(base_.counters->evictions);

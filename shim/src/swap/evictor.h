@@ -1,9 +1,13 @@
 // Evictor: makes room for device chunks under the limit — trims idle pooled chunks, drains
-// pending unmaps, and swaps out resident allocations chosen by the closest-size rule.
+// pending unmaps, and swaps out resident allocations chosen by one of two rules.
 //
-// The rule (the paper's): the victim is the resident, swappable allocation whose size is
-// closest to the request (ties: the oldest id), never one that is pinned, held by the op being
-// prepared, or the requester itself. Evicting needs no host wait: the taker's stream waits on the
+// Candidates: resident, swappable allocations, never one that is pinned, held by the op being
+// prepared, or the requester itself. Rules (EvictionRule, CHAMELEON_EVICTION):
+//   belady (default): while the previous iteration's use sequence is known (UseHistory), the
+//     candidate whose next use lies farthest ahead (never used again first); ties and
+//     candidates without a record by the closest-size rule. Before that: closest size.
+//   closest-size (the paper's): the candidate whose size is closest to the request (ties: the
+//     oldest id). Evicting needs no host wait: the taker's stream waits on the
 // victim's swap-out fences through the chunk pool. Only MakeRoom/ReleaseBytes (memory needed
 // outside the engine) drain, a counted stall.
 //
@@ -12,6 +16,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -21,8 +26,12 @@
 #include "swap/swap_base.h"
 #include "swap/transfer_scheduler.h"
 #include "swap/unmap_batcher.h"
+#include "swap/use_history.h"
 
 namespace chameleon::shim::swap {
+
+/// How the safety net picks its victim (see Evictor).
+enum class EvictionRule : std::uint8_t { kBelady, kClosestSize };
 
 class Evictor {
  public:
@@ -34,10 +43,21 @@ class Evictor {
         unmaps_(unmaps),
         free_ranges_(free_ranges) {}
 
+  /// Evicts by the farthest next use in `history` (at the op position `*now`) while it is
+  /// known; both must outlive the Evictor. Without this call: the closest-size rule.
+  void UseBelady(const UseHistory* history, const std::atomic<std::uint32_t>* now) {
+    history_ = history;
+    now_ = now;
+  }
   /// The victim the closest-size rule picks for a request of `bytes`, or null.
   Allocation* PickClosest(std::size_t bytes, AllocId exclude) const;
-  /// Swaps out PickClosest's victim (counted in evictions). False when there was none or its
-  /// swap-out failed.
+  /// The victim of the farthest next use (ties: closest size, then the oldest), or null.
+  /// Requires history->known().
+  Allocation* PickFarthest(std::size_t bytes, AllocId exclude) const;
+  /// The victim the rule in force picks.
+  Allocation* Pick(std::size_t bytes, AllocId exclude) const;
+  /// Swaps out Pick's victim (counted in evictions). False when there was none or its swap-out
+  /// failed.
   bool EvictClosest(std::size_t bytes, AllocId exclude);
   /// ChunkPool::Take that evicts (never `exclude`) until the chunks fit or nobody is left.
   CUresult TakeChunks(std::uint32_t n, CUstream wait_stream, AllocId exclude,
@@ -60,6 +80,8 @@ class Evictor {
   TransferScheduler* transfers_;
   UnmapBatcher* unmaps_;
   FreeRangeCache* free_ranges_;
+  const UseHistory* history_ = nullptr;              // null: the closest-size rule
+  const std::atomic<std::uint32_t>* now_ = nullptr;  // the current op's position
 };
 
 }  // namespace chameleon::shim::swap

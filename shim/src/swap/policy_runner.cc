@@ -12,6 +12,9 @@ PolicyRunner::PolicyRunner(SwapEngine* engine, SwapCounters* counters)
 void PolicyRunner::SetPolicy(const ipc::Policy& policy) {
   auto c = std::make_shared<Compiled>();
   c->generation = policy.summary.generation;
+  const double stall_s = policy.summary.predicted_stall_s;
+  c->predicted_stall_ns =
+      stall_s > 0 && stall_s < 1e6 ? static_cast<std::uint64_t>(stall_s * 1e9) : 0;
   c->entries = policy.entries;
   for (std::uint32_t i = 0; i < c->entries.size(); ++i) {
     const ipc::SwapEntry& e = c->entries[i];
@@ -48,6 +51,8 @@ void PolicyRunner::BeginIteration() {
   if (switched || bound_.size() != n) bound_.assign(n, 0);
   dead_.assign(n, 0);
   counters_->policy_generation.store(generation(), std::memory_order_relaxed);
+  counters_->predicted_stall_ns.store(installed_ ? installed_->predicted_stall_ns : 0,
+                                      std::memory_order_relaxed);
   engine_->FlushUnmaps();
   counters_->CloseIteration();
 }

@@ -76,6 +76,7 @@ class PolicyRunner {
   };
   struct Compiled {
     std::uint64_t generation = 0;
+    std::uint64_t predicted_stall_ns = 0;  // the plan's predicted stall per iteration
     std::vector<ipc::SwapEntry> entries;
     std::unordered_map<std::uint64_t, Actions> at;  // Anchor(token, occurrence) -> actions
   };

@@ -56,22 +56,46 @@ CUresult ResidencyManager::SwapIn(Allocation* a, bool count_stall) {
   return transfers_->SwapIn(a, waits);
 }
 
+void ResidencyManager::CountWait(const Allocation& a, CUstream consumer, bool ahead) {
+  SwapCounters* c = base_.counters;
+  c->Add(ahead ? c->prefetches : c->late_swap_ins);
+  const DriverApi& api = *base_.api;
+  std::uint64_t ready_ns = 0, arrive_ns = 0;
+  bool hit = false;
+  if (api.event_virtual_ns != nullptr && api.stream_virtual_ns != nullptr &&
+      api.event_virtual_ns(a.ready->event, &ready_ns) == CUDA_SUCCESS &&
+      api.stream_virtual_ns(consumer, &arrive_ns) == CUDA_SUCCESS) {
+    // Stream order and virtual time: the consumer's next op starts at arrive_ns; the copy's
+    // last piece ends at ready_ns. Deterministic: both are fixed when the work is submitted.
+    const std::uint64_t wait = ready_ns > arrive_ns ? ready_ns - arrive_ns : 0;
+    c->Add(c->swap_in_wait_ns, wait);
+    hit = wait == 0;
+  } else {
+    // A real device: the copy has really finished when the consumer is enqueued (conservative:
+    // the consumer itself starts later still).
+    hit = base_.fences->Done(a.ready);
+  }
+  c->Add(hit ? c->prefetch_hits : c->prefetch_misses);
+}
+
 CUresult ResidencyManager::WaitResident(Allocation* a, CUstream consumer) {
   a->last_stream = consumer;
   CUresult r = CUDA_SUCCESS;
-  if (a->state == Residency::kSwappedOut) r = SwapIn(a);
+  const bool ahead = a->state != Residency::kSwappedOut;
+  if (!ahead) r = SwapIn(a);
   if (r == CUDA_SUCCESS && a->ready) {
-    const bool done = base_.fences->Done(a->ready);
     if (!a->wait_counted) {
-      SwapCounters* c = base_.counters;
-      c->Add(done ? c->prefetch_hits : c->prefetch_misses);
+      CountWait(*a, consumer, ahead);
       a->wait_counted = true;
     }
-    if (done) {
+    // Always a stream wait, never a host query: cuEventQuery observing completion moves
+    // simgpu's host clock to the copy's end (a hidden host wait), so whether the worker thread
+    // had run would leak into virtual time. The wait orders the consumer's stream, and through
+    // its last use every later swap-out or free, after the copy: the fence is no longer needed.
+    if (!skip_swap_in_wait_) {
+      r = base_.api->stream_wait_event(consumer, a->ready->event, 0);
       base_.fences->Unref(a->ready);
       a->ready = nullptr;
-    } else if (!skip_swap_in_wait_) {
-      r = base_.api->stream_wait_event(consumer, a->ready->event, 0);
     }
   }
   MirrorFlags(*a);

@@ -38,8 +38,9 @@ class ResidencyManager {
   /// Starts the swap-in of `a` on the in stream; no-op when resident. `count_stall`: false
   /// inside FaultIn, which counts its whole wait as one stall.
   CUresult SwapIn(Allocation* a, bool count_stall = true);
-  /// Makes `consumer` wait until `a`'s data is back (counts a prefetch hit or miss), starting
-  /// the swap-in first if nobody did.
+  /// Makes `consumer` wait until `a`'s data is back (a stream wait, never a host wait), starting
+  /// the swap-in first if nobody did. Counts the first wait on each swap-in: issued ahead
+  /// (`prefetches`) or only now (`late_swap_ins`), and a hit or miss by virtual time (CountWait).
   CUresult WaitResident(Allocation* a, CUstream consumer);
   /// Brings `a` back and waits on the host (a counted stall).
   CUresult FaultIn(Allocation* a);
@@ -53,6 +54,11 @@ class ResidencyManager {
   /// Unmapped, swapped out, its old chunks untouched in the pool: takes them back and maps them
   /// again (no copy). False if they were reused (or the map failed: nothing changed then).
   bool RemapReclaim(Allocation* a);
+  /// Classifies the first consumer wait on `a`'s swap-in (a.ready set): a hit when, in virtual
+  /// time and stream order, the copy ends no later than the consumer's next op would start
+  /// (simgpu's clocks; the virtual wait is added to swap_in_wait_ns); on a real driver, when the
+  /// copy has finished as the consumer is enqueued.
+  void CountWait(const Allocation& a, CUstream consumer, bool ahead);
   /// Marks the allocations of `ids` held (never evicted for the op being prepared) or not.
   void Hold(const AllocId* ids, std::size_t k, bool on);
   /// Makes the named allocation usable by `stream`: FaultIn when swapped out, else a wait.

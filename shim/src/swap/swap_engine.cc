@@ -69,6 +69,7 @@ CUresult SwapEngine::Init() {
   transfers_ = std::make_unique<TransferScheduler>(base, side_, out_, host_.get(), unmaps_.get());
   evictor_ =
       std::make_unique<Evictor>(base, &table_, transfers_.get(), unmaps_.get(), free_ranges_.get());
+  if (options_.eviction == EvictionRule::kBelady) evictor_->UseBelady(&history_, &position_);
   allocator_ = std::make_unique<Allocator>(base, &table_, free_ranges_.get(), unmaps_.get(),
                                            transfers_.get(), evictor_.get());
   host_maps_ = std::make_unique<HostMapper>(base, unmaps_.get(), transfers_.get());
@@ -78,6 +79,11 @@ CUresult SwapEngine::Init() {
   adopted_ = std::make_unique<AdoptedRanges>(base, &table_, allocator_.get(), unmaps_.get(),
                                              transfers_.get(), host_maps_.get(), residency_.get());
   return CUDA_SUCCESS;
+}
+
+void SwapEngine::CloseUseIteration(std::uint32_t ops) {
+  std::lock_guard lock(mu_);
+  history_.Close(ops, table_.next_id());
 }
 
 void SwapEngine::AttachFlags(AllocId id, std::atomic<std::uint32_t>* flags) {

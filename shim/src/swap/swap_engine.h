@@ -8,7 +8,8 @@
 //   UnmapBatcher       deferred unmaps, done in batches (cuMemUnmap synchronises the device)
 //   TransferScheduler  swap-out/in copies on the two duplex side streams, in 4 MiB pieces, by
 //                      fences; the destination of swapped bytes (host memory today)
-//   Evictor            room under the limit: trim, drain, evict by the closest-size rule
+//   Evictor            room under the limit: trim, drain, evict (farthest next use / closest size)
+//   UseHistory         the previous iteration's use positions per tensor (for the Evictor)
 //   Allocator          the engine's own allocations: VA, chunks, mappings, record; free
 //   ResidencyManager   swap-in, consumer waits, the synchronous fault-in, op preparation
 //   HostMapper         program VMM: a swapped-out VA mapped to host memory and back
@@ -61,6 +62,8 @@ struct SwapEngineOptions {
   /// Device bytes held outside the engine (the shim's passed-through allocations), counted
   /// against the limit: chunks are created only while created + external <= limit. May be null.
   const std::atomic<std::uint64_t>* external_bytes = nullptr;
+  /// The safety net's victim rule (Evictor; CHAMELEON_EVICTION).
+  EvictionRule eviction = EvictionRule::kBelady;
 };
 
 class SwapEngine {
@@ -146,6 +149,15 @@ class SwapEngine {
   /// Remembers the stream that last used the allocation (eviction records its fence there).
   void NoteUse(AllocId id, CUstream stream);
 
+  /// The op at `position` (from the iteration boundary) uses `ids` (0 = not the engine's): the
+  /// use sequence the Belady rule reads next iteration. Lock-free, allocation-free (launch path).
+  void RecordUses(std::uint32_t position, const AllocId* ids, std::uint32_t n) {
+    position_.store(position, std::memory_order_relaxed);
+    history_.Record(position, ids, n);
+  }
+  /// An iteration boundary after `ops` ops: the recorded uses become the previous iteration's.
+  void CloseUseIteration(std::uint32_t ops);
+
   /// The allocation containing `address`, or 0.
   AllocId Find(CUdeviceptr address) const;
   Residency State(AllocId id) const;
@@ -166,6 +178,8 @@ class SwapEngine {
   CUstream out_ = nullptr;   // swap-outs (DtoH)
   mutable std::mutex mu_;
   AllocationTable table_;
+  UseHistory history_;                      // Record lock-free; the rest under mu_
+  std::atomic<std::uint32_t> position_{0};  // the latest op position RecordUses saw
   // Built by Init (they need the granularity and the streams), each after what it uses, and
   // torn down in reverse by ~SwapEngine once the device is idle.
   std::unique_ptr<FencePool> fences_;

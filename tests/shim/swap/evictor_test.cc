@@ -1,6 +1,10 @@
 // Evictor on simgpu: the closest-size rule (skipping pinned, held, swapped-out and the requester;
-// ties to the oldest), eviction when chunks run out, and room made for outside allocations.
+// ties to the oldest), the Belady rule over a recorded iteration, eviction when chunks run out,
+// and room made for outside allocations.
+#include <atomic>
+
 #include "parts_fixture.h"
+#include "swap/use_history.h"
 
 namespace swap_test {
 namespace {
@@ -53,6 +57,45 @@ TEST_F(PartsFixture, EvictorMakesRoomForOutsideBytesByEvictingAndDraining) {
   EXPECT_GE(Count(counters_.stall_count), 1u);      // the drain waited on the host
   a->pinned = b->pinned = true;
   EXPECT_FALSE(evictor_->MakeRoom(4 * kChunk));  // nothing left to evict
+}
+
+// Belady over a hand-made recorded iteration of 8 ops (the previous one; ids 1-4 are long-lived):
+//   op: 0  1  2  3  4  5  6  7
+//       a  b  c  b  d  .  a  c
+TEST_F(PartsFixture, BeladyEvictsTheAllocationWhoseNextUseIsFarthest) {
+  StartParts(/*limit=*/7 * kChunk);
+  sw::Allocation* a = NewFilled(2 * kChunk, 1);
+  sw::Allocation* b = NewFilled(2 * kChunk, 2);
+  sw::Allocation* c = NewFilled(2 * kChunk, 3);
+  sw::Allocation* d = NewFilled(1 * kChunk, 4);
+  sw::UseHistory history;
+  std::atomic<std::uint32_t> now{0};
+  history.Close(0, table_.next_id());  // the boundary before the recorded iteration
+  const sw::AllocId seq[] = {a->id, b->id, c->id, b->id, d->id, 0, a->id, c->id};
+  for (std::uint32_t op = 0; op < 8; ++op) {
+    if (seq[op] != 0) history.Record(op, &seq[op], 1);
+  }
+  history.Close(8, table_.next_id());
+  ASSERT_TRUE(history.known());
+  // Without the history: the closest-size rule (a, b, c are exact; the oldest is a).
+  EXPECT_EQ(evictor_->Pick(2 * kChunk, 0), a);
+  evictor_->UseBelady(&history, &now);
+  now = 3;  // next uses: a 6, b 9 (op 1 of the next iteration), c 7, d 4
+  EXPECT_EQ(evictor_->Pick(2 * kChunk, 0), b);
+  EXPECT_EQ(evictor_->PickClosest(2 * kChunk, 0), a);  // the paper's rule, still available
+  std::vector<std::uint32_t> got;
+  ASSERT_CU(evictor_->TakeChunks(2, other_, 0, &got));  // 7 chunks in use: one eviction
+  EXPECT_EQ(b->state, sw::Residency::kSwappedOut);
+  EXPECT_EQ(a->state, sw::Residency::kResident);
+  EXPECT_EQ(Count(counters_.evictions), 1u);
+  now = 5;  // a 6, c 7, d 12 (op 4 of the next iteration): d, although its size is further off
+  EXPECT_EQ(evictor_->Pick(2 * kChunk, 0), d);
+  d->held = true;  // held by the op being prepared: never the victim
+  EXPECT_EQ(evictor_->Pick(2 * kChunk, 0), c);
+  EXPECT_EQ(evictor_->Pick(2 * kChunk, c->id), a);  // nor the requester
+  ASSERT_CU(ctx_sync_());
+  EXPECT_EQ(HostMismatches(b->host, 2 * kChunk, 2), 0u);
+  chunks_->Release(got, nullptr, nullptr);
 }
 
 }  // namespace

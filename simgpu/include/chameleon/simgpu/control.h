@@ -16,6 +16,13 @@ std::uint64_t simgpuGetCallCount(const char* name);
 std::uint64_t simgpuHostVirtualNs(void);
 /// Current virtual time reached by all work submitted to `device` so far (its stream clocks' max).
 std::uint64_t simgpuDeviceVirtualNs(int device);
+/// Virtual time (ns) at which the work before the last record of `event` (a CUevent) ends: its
+/// time as cuEventElapsedTime sees it, known at once (times are computed at submission), whether
+/// or not the worker has run it. CUDA_ERROR_INVALID_HANDLE for a bad or never-recorded event.
+int simgpuEventVirtualNs(void* event, std::uint64_t* ns);
+/// Virtual time (ns) at which an operation submitted to `stream` (a CUstream; null = the legacy
+/// stream) now would start: max(the stream's clock, the host clock). An error for a bad stream.
+int simgpuStreamVirtualNs(void* stream, std::uint64_t* ns);
 }
 
 namespace chameleon::simgpu {
@@ -23,4 +30,6 @@ using GetPhysicalUsageFn = int (*)(int, std::uint64_t*, std::uint64_t*);
 using GetCallCountFn = std::uint64_t (*)(const char*);
 using HostVirtualNsFn = std::uint64_t (*)(void);
 using DeviceVirtualNsFn = std::uint64_t (*)(int);
+using EventVirtualNsFn = int (*)(void*, std::uint64_t*);
+using StreamVirtualNsFn = int (*)(void*, std::uint64_t*);
 }  // namespace chameleon::simgpu

@@ -1,0 +1,63 @@
+#include "swap/use_history.h"
+
+#include <algorithm>
+
+namespace chameleon::shim::swap {
+namespace {
+
+// Key spaces: bits 62-63 say which (0: an id, 1: ordinal of age 0, 2: ordinal of age 1).
+constexpr std::uint64_t kAge0 = 1ull << 62;
+constexpr std::uint64_t kAge1 = 2ull << 62;
+
+}  // namespace
+
+UseHistory::UseHistory() : log_(std::make_unique<Entry[]>(kCapacity)) {}
+
+std::uint64_t UseHistory::Key(AllocId id, AllocId first, AllocId before) {
+  if (id >= first) return kAge0 | (id - first);
+  if (before != 0 && id >= before) return kAge1 | (id - before);
+  return id;
+}
+
+void UseHistory::Close(std::uint32_t ops, AllocId next_id) {
+  const std::uint32_t n = std::min(used_.load(std::memory_order_relaxed), kCapacity);
+  const bool whole = first_ != 0 && !overflow_.load(std::memory_order_relaxed);
+  previous_.clear();
+  if (whole) {
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const AllocId id = log_[i].id.load(std::memory_order_relaxed);
+      if (id == 0) continue;  // a racing Record that had not stored yet
+      std::vector<std::uint32_t>& uses = previous_[Key(id, first_, before_)];
+      const std::uint32_t position = log_[i].position.load(std::memory_order_relaxed);
+      if (uses.empty() || uses.back() != position) uses.push_back(position);
+    }
+    // Several threads may interleave their entries: keep each list ascending.
+    for (auto& [key, uses] : previous_) {
+      if (!std::is_sorted(uses.begin(), uses.end())) std::sort(uses.begin(), uses.end());
+    }
+  }
+  known_ = whole;
+  previous_ops_ = ops;
+  before_ = first_;
+  first_ = next_id;
+  for (std::uint32_t i = 0; i < n; ++i) log_[i].id.store(0, std::memory_order_relaxed);
+  used_.store(0, std::memory_order_relaxed);
+  overflow_.store(false, std::memory_order_relaxed);
+}
+
+std::uint64_t UseHistory::NextUse(AllocId id, std::uint32_t now) const {
+  // The same allocation one iteration later has aged by one: look it up under the key its
+  // counterpart had in the previous iteration.
+  const std::uint64_t key = Key(id, first_, before_);
+  const auto it = previous_.find(key);
+  if (it == previous_.end() || it->second.empty()) return kUnknown;
+  const std::vector<std::uint32_t>& uses = it->second;
+  const auto next = std::upper_bound(uses.begin(), uses.end(), now);
+  // No use left in this iteration: its first use in the next one (an id key, i.e. a long-lived
+  // allocation), or never (an allocation of this iteration is freed before the next).
+  if (next != uses.end()) return *next;
+  if ((key >> 62) == 0) return previous_ops_ + static_cast<std::uint64_t>(uses.front());
+  return kUnknown;
+}
+
+}  // namespace chameleon::shim::swap

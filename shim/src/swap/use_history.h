@@ -1,0 +1,84 @@
+// UseHistory: the op positions at which each allocation was used in the previous iteration, so
+// that the safety net can evict by the farthest next use (Belady over the recorded sequence)
+// instead of by size.
+//
+// Recording (Record) is the launch path's part: one relaxed fetch_add per op and relaxed stores
+// into a fixed array, no lock, no allocation. Close, at an iteration boundary, turns the log into
+// per-allocation use lists keyed so that the next iteration's allocations find their
+// counterparts: allocation ids are handed out in order (AllocationTable), so an allocation made
+// in the iteration is keyed by its ordinal among that iteration's allocations (the trainer's k-th
+// activation of a step is the next step's k-th), one made in the iteration before by its ordinal
+// there (age 1), and an older one (weights, optimizer state) by its id.
+//
+// Thread-safety: Record may be called from any thread, concurrently with itself; everything
+// else by one thread at a time (the engine's mutex). A Record racing with Close may be lost
+// (the history is advice: a lost use makes one eviction choice worse, never wrong).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "swap/allocation_table.h"
+
+namespace chameleon::shim::swap {
+
+class UseHistory {
+ public:
+  /// Log entries per iteration; uses beyond it are not recorded (the iteration then counts as
+  /// not known, and eviction falls back to the closest-size rule).
+  static constexpr std::uint32_t kCapacity = 1u << 16;
+  /// NextUse of an allocation without a known next use in the history.
+  static constexpr std::uint64_t kUnknown = ~0ull;
+
+  UseHistory();
+
+  /// The op at `position` (0-based from the boundary) uses the `n` allocations `ids` (0 = not
+  /// the engine's, skipped). Lock-free; see the class comment.
+  void Record(std::uint32_t position, const AllocId* ids, std::uint32_t n) {
+    const std::uint32_t at = used_.fetch_add(n, std::memory_order_relaxed);
+    if (at >= kCapacity || n > kCapacity - at) {
+      overflow_.store(true, std::memory_order_relaxed);
+      return;
+    }
+    for (std::uint32_t i = 0; i < n; ++i) {
+      log_[at + i].position.store(position, std::memory_order_relaxed);
+      log_[at + i].id.store(ids[i], std::memory_order_relaxed);
+    }
+  }
+
+  /// Closes the iteration that ran `ops` ops; `next_id` is the id the next allocation will get
+  /// (the first of the iteration that starts now).
+  void Close(std::uint32_t ops, AllocId next_id);
+
+  /// True when the previous iteration was recorded whole (Close ran at least twice: the first
+  /// boundary only opens the first recorded iteration).
+  bool known() const { return known_; }
+  /// The next position (in the current iteration's numbering; >= ops of the previous iteration
+  /// when it wraps into the next one) at which allocation `id` is used after `now`, by the
+  /// previous iteration's record; kUnknown when it has none. Requires known().
+  std::uint64_t NextUse(AllocId id, std::uint32_t now) const;
+
+ private:
+  struct Entry {
+    std::atomic<std::uint32_t> position{0};
+    std::atomic<AllocId> id{0};
+  };
+  /// The key of allocation `id` in an iteration whose first allocation id is `first`, with
+  /// `before` the first id of the iteration before it.
+  static std::uint64_t Key(AllocId id, AllocId first, AllocId before);
+
+  std::unique_ptr<Entry[]> log_;
+  std::atomic<std::uint32_t> used_{0};
+  std::atomic<bool> overflow_{false};
+  // Owned by the thread holding the engine's mutex:
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> previous_;  // key -> positions
+  std::uint32_t previous_ops_ = 0;
+  AllocId first_ = 0;   ///< first allocation id of the current iteration (0: none opened yet)
+  AllocId before_ = 0;  ///< ... of the iteration before it
+  bool known_ = false;
+};
+
+}  // namespace chameleon::shim::swap

@@ -1,0 +1,121 @@
+// Prefetch, not fault; a safety net that does not thrash (issue 18, items 3 and 4). The trainer
+// with real arithmetic under the shim and chameleond, read back from the shim's stats file (one
+// record per iteration, with the policy generation in force), so steady state is told apart
+// from warm-up:
+//   - with the daemon's policy, at least 95 % of the swap-ins of the steady iterations are
+//     issued ahead of their consumers (by virtual time and stream order, not host timing) and
+//     nothing is evicted;
+//   - with the policy off, the safety net moves at most 2x the bytes that must leave the device
+//     at the peak (peak - limit), by either eviction rule's measured figure below.
+#include <numeric>
+
+#include "stats_file_reader.h"
+#include "swap_e2e_fixture.h"
+
+namespace chameleon::daemon::testing {
+namespace {
+
+using shim::testing::IterationRecords;
+using shim::testing::ReadStatsFile;
+using shim::testing::StatsRecord;
+
+/// The demo's shapes (scripts/demo; --quick has 3 layers): activations of 2-8 MiB, so the shim's
+/// default 2 MiB pass-through threshold applies as in the demo.
+std::vector<std::string> DemoShape(int layers) {
+  return {"--layers", std::to_string(layers),
+          "--hidden", "64",
+          "--seq",    "256",
+          "--batch",  "32",
+          "--seed",   "7"};
+}
+
+/// Sums `key` over `records`.
+std::uint64_t Sum(const std::vector<StatsRecord>& records, const std::string& key) {
+  return std::accumulate(records.begin(), records.end(), std::uint64_t{0},
+                         [&](std::uint64_t s, const StatsRecord& r) {
+                           const auto it = r.counters.find(key);
+                           return s + (it == r.counters.end() ? 0 : it->second);
+                         });
+}
+
+/// The iterations run under the final generation (the one STABLE kept), but not the first of
+/// them (it may start with the previous generation's leftovers); empty when no policy was in
+/// force at the end.
+std::vector<StatsRecord> SteadyUnderPolicy(const std::vector<StatsRecord>& all) {
+  std::vector<StatsRecord> its = IterationRecords(all);
+  if (its.empty() || its.back().generation_in_force == 0) return {};
+  const std::uint64_t final_gen = its.back().generation_in_force;
+  std::size_t first = its.size();
+  while (first > 0 && its[first - 1].generation_in_force == final_gen) --first;
+  return {its.begin() + static_cast<std::ptrdiff_t>(std::min(first + 1, its.size())), its.end()};
+}
+
+class PrefetchE2ETest : public SwapE2ETest {
+ protected:
+  /// Runs the demo shape of `layers` for `steps` at peak / `divisor` under the daemon with
+  /// `extra` environment; returns the stats records and sets `*x` to peak - limit.
+  std::vector<StatsRecord> RunLimited(const std::string& name, int layers, int steps, int divisor,
+                                      const std::vector<std::string>& extra, std::uint64_t* x) {
+    std::vector<std::string> args = DemoShape(layers);
+    args.insert(args.end(), {"--steps", std::to_string(steps)});
+    const RunOutput plain = Run(name + ".plain", args, PlainEnv());
+    const std::uint64_t peak = Number(plain.out, "peak");
+    const std::uint64_t limit = peak / divisor;
+    *x = peak - limit;
+    std::vector<std::string> env = LimitedEnv(limit, name);
+    // The demo's environment: the shim's default pass-through threshold (not LimitedEnv's 64 KiB).
+    std::erase_if(env,
+                  [](const std::string& e) { return e.rfind("CHAMELEON_SWAP_MIN_BYTES", 0) == 0; });
+    env.insert(env.end(), extra.begin(), extra.end());
+    const RunOutput limited = Run(name, args, env);
+    ExpectIdentical(limited, plain);
+    return ReadStatsFile(StatsFile(name));
+  }
+};
+
+// The demo's shape at peak / 4, where the planner finds a policy (its quick shape at peak / 4 is
+// infeasible for the planner: docs/executor.md, "Why prefetch missed").
+TEST_F(PrefetchE2ETest, SteadyStateSwapInsAreIssuedAheadOfTheirConsumersWithoutEvictions) {
+  StartDaemon();
+  std::uint64_t x = 0;
+  const std::vector<StatsRecord> all = RunLimited("policy", 4, 44, 4, {}, &x);
+  const std::vector<StatsRecord> steady = SteadyUnderPolicy(all);
+  ASSERT_GE(steady.size(), 3u) << "fewer than 3 iterations under the final policy";
+  const std::uint64_t ahead = Sum(steady, "prefetches");
+  const std::uint64_t late = Sum(steady, "late_swap_ins");
+  const std::uint64_t faults = Sum(steady, "fault_ins");
+  for (const char* key : {"prefetches", "late_swap_ins", "fault_ins", "evictions", "prefetch_hits",
+                          "prefetch_misses", "swap_in_wait_ns"}) {
+    RecordProperty(key, std::to_string(Sum(steady, key)));
+  }
+  ASSERT_GT(ahead, 0u) << "the policy swapped nothing in";
+  EXPECT_GE(ahead * 100, 95 * (ahead + late + faults))
+      << ahead << " ahead, " << late << " late, " << faults << " fault-ins";
+  EXPECT_EQ(Sum(steady, "evictions"), 0u);
+  EXPECT_EQ(Sum(steady, "fault_ins"), 0u);
+}
+
+TEST_F(PrefetchE2ETest, SafetyNetMovesAtMostTwiceTheBytesThatMustLeave) {
+  StartDaemon();  // its boundaries give the shim the previous iteration's use sequence
+  for (const char* rule : {"belady", "closest-size"}) {
+    SCOPED_TRACE(rule);
+    std::uint64_t x = 0;
+    const std::string name = std::string("off-") + rule;
+    const std::vector<StatsRecord> its = IterationRecords(
+        RunLimited(name, 3, 14, 4,
+                   {"CHAMELEON_SWAP_POLICY=off", std::string("CHAMELEON_EVICTION=") + rule}, &x));
+    ASSERT_GE(its.size(), 8u);
+    // Steady: the last 4 iterations (the first ones also hold the weights' first placement).
+    const std::vector<StatsRecord> steady(its.end() - 4, its.end());
+    const std::uint64_t out = Sum(steady, "swap_out_bytes") / steady.size();
+    RecordProperty(name + ".swap_out_bytes_per_iteration", std::to_string(out));
+    RecordProperty(name + ".must_leave_bytes", std::to_string(x));
+    EXPECT_GE(out, x) << "below the minimum: the stats cannot be right";
+    if (std::string(rule) == "belady") {
+      EXPECT_LE(out, 2 * x) << out << " bytes out per iteration";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace chameleon::daemon::testing
