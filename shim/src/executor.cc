@@ -224,8 +224,7 @@ CUresult ExecutorBeforeOp(Executor& ex, std::uint32_t token, CUstream stream,
   op->runner = false;
   if (ex.runner_active.load(std::memory_order_relaxed) &&
       !ex.ops_disabled->load(std::memory_order_relaxed)) {
-    std::lock_guard<std::mutex> lock(ex.runner_mu);
-    op->occurrence = ex.runner->BeforeOp(token, stream);
+    ex.runner->BeforeOp(token, stream);
     op->runner = true;
   }
   if (ex.record_uses) RecordUses(ex, states, n);
@@ -270,12 +269,11 @@ CUresult ExecutorBeforeOp(Executor& ex, std::uint32_t token, CUstream stream,
 
 void ExecutorAfterOp(Executor& ex, std::uint32_t token, CUstream stream,
                      AllocationState* const* states, std::uint32_t n, const ExecOp& op) {
-  if (!op.runner) return;
+  if (!op.runner || !ex.runner->HasAfterTrigger(token, op.ticket)) return;
   swap::OpTensor tensors[ipc::kMaxLaunchTensors];
   if (n > ipc::kMaxLaunchTensors) n = ipc::kMaxLaunchTensors;
   for (std::uint32_t i = 0; i < n; ++i) tensors[i] = {IdOf(states[i]), states[i]->bytes};
-  std::lock_guard<std::mutex> lock(ex.runner_mu);
-  ex.runner->AfterOp(token, op.occurrence, stream, {tensors, n});
+  ex.runner->AfterOp(token, op.ticket, stream, {tensors, n});
 }
 
 void ExecutorPointerScan(Executor& ex, CUstream stream, bool boundary) {

@@ -9,8 +9,9 @@
 // through the PolicySink it is given (ExecutorPolicySink).
 //
 // Hot path (every launch/copy/memset while on): one acquire load of g_executor, one acquire
-// load of each tensor's flags word; the runner's mutex only while a policy with entries is in
-// force; the engine's mutex only when a flag bit says a tensor is swapped out or in flight.
+// load of each tensor's flags word; with a policy in force, a few plain loads of the runner's
+// tables (its mutex only when a trigger is due); the engine's mutex only when a flag bit says a
+// tensor is swapped out or in flight.
 //
 // Thread-safe: every function may be called from any thread.
 #pragma once
@@ -77,7 +78,7 @@ struct Executor {
   std::atomic<std::uint32_t> op_position{0};
   std::unique_ptr<swap::SwapEngine> engine;
   std::unique_ptr<swap::PolicyRunner> runner;
-  std::mutex runner_mu;  ///< serialises BeforeOp/AfterOp/BeginIteration
+  std::mutex runner_mu;  ///< serialises boundaries and stats-file writes (never taken per op)
   std::atomic<bool> runner_active{false};
   swap::DriverApi api;  ///< the real driver's entry points (also used by the pointer-table scan)
   bool pointer_scan = true;                ///< CHAMELEON_POINTER_SCAN
@@ -159,7 +160,7 @@ void ExecutorAfterSync(Executor& ex);
 /// Per-op state carried from ExecutorBeforeOp to ExecutorAfterOp.
 struct ExecOp {
   bool runner = false;
-  std::uint32_t occurrence = 0;
+  swap::OccurrenceTicket ticket;  ///< the op's ring-order occurrence (telemetry's PushOp)
 };
 
 /// Before an op is forwarded: the policy's triggers anchored before it, then the safety net for

@@ -105,7 +105,10 @@ Executor* DecideExecutor(Runtime& rt) {
     env.ops_disabled = &rt.daemon_disabled;
     env.active_captures = &rt.active_captures;
     env.uplink = g_uplink;
-    g_executor.store(CreateExecutor(env), std::memory_order_release);
+    Executor* ex = CreateExecutor(env);
+    // Occurrences are counted in ring order from here on (before any policy can arrive).
+    if (ex != nullptr) rt.telemetry.SetOccurrenceCounter(&ex->runner->occurrences());
+    g_executor.store(ex, std::memory_order_release);
     g_decided.store(true, std::memory_order_release);
   }
   return ExecutorIfOn();

@@ -222,7 +222,7 @@ namespace chameleon::shim {
     BoundaryHit hit;
     boundary = rt.telemetry.PushOp(ipc::RecordType::kLaunch, rec.token, rec.device, t->words,
                                    sizeof(rec) + sizeof(std::uint64_t) * count, nullptr, 0,
-                                   t->capture, &hit);
+                                   t->capture, &hit, &t->exec.ticket);
     if (__builtin_expect(boundary, 0)) rt.telemetry.FinishBoundary(hit, t->stream, t->capture);
   }
   op_path::ExecAfter(t, t->states, count, boundary);

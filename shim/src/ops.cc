@@ -74,7 +74,7 @@ void EndGraphLaunch(Runtime& rt, PendingOp* op) {
     rec.stream = reinterpret_cast<std::uint64_t>(op->stream);
     BoundaryHit hit;
     boundary = rt.telemetry.PushOp(ipc::RecordType::kLaunch, rec.token, 0, &rec, sizeof(rec),
-                                   nullptr, 0, op->capture, &hit);
+                                   nullptr, 0, op->capture, &hit, &op->exec.ticket);
     if (boundary) rt.telemetry.FinishBoundary(hit, op->stream, op->capture);
   }
   ExecAfter(op, nullptr, 0, boundary);
@@ -139,8 +139,8 @@ void EndCopy(Runtime& rt, CopyOp* op) {
     const std::size_t size = copy ? sizeof(op->copy) : sizeof(op->memset_rec);
     const std::uint16_t device = copy ? op->copy.device : op->memset_rec.device;
     BoundaryHit hit;
-    boundary =
-        rt.telemetry.PushOp(op->type, op->token, device, rec, size, nullptr, 0, op->capture, &hit);
+    boundary = rt.telemetry.PushOp(op->type, op->token, device, rec, size, nullptr, 0, op->capture,
+                                   &hit, &op->exec.ticket);
     if (boundary) rt.telemetry.FinishBoundary(hit, op->stream, op->capture);
   }
   ExecAfter(op, op->states, op->count, boundary);

@@ -104,7 +104,8 @@ inline bool Telemetry::PushOpRecordLocked(ipc::RecordType type, std::uint16_t fl
 
 bool Telemetry::PushOp(ipc::RecordType type, std::uint32_t token, std::uint16_t device,
                        const void* head, std::size_t head_bytes, const void* tail,
-                       std::size_t tail_bytes, bool capture, BoundaryHit* hit) {
+                       std::size_t tail_bytes, bool capture, BoundaryHit* hit,
+                       swap::OccurrenceTicket* ticket) {
   if (!lock_.TryLockBounded()) {
     if (!attaching_.load(std::memory_order_relaxed)) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -125,6 +126,8 @@ bool Telemetry::PushOp(ipc::RecordType type, std::uint32_t token, std::uint16_t 
   if (!capture) {
     // Count and match even a dropped op: the program did issue it.
     ++ops_in_iteration_;
+    swap::OccurrenceCounter* const occurrences = occurrences_.load(std::memory_order_acquire);
+    if (occurrences != nullptr) *ticket = occurrences->Count(token);
     if (matcher_.Step(token)) {
       // The daemon's rule (IterationTracker): an occurrence less than half an iteration after
       // the last boundary is an inserted op, not a boundary. Both sides must cut alike, or the
@@ -133,6 +136,7 @@ bool Telemetry::PushOp(ipc::RecordType type, std::uint32_t token, std::uint16_t 
         ++ignored_matches_;
       } else {
         *hit = StepIteration(token);
+        if (occurrences != nullptr) occurrences->NextEpoch();
         boundary = true;
       }
     }
@@ -255,6 +259,7 @@ void Telemetry::SetBoundary(const std::vector<std::uint32_t>& tokens) {
 void Telemetry::ResetForChild() {
   lock_.Unlock();
   active_.store(false, std::memory_order_relaxed);
+  occurrences_.store(nullptr, std::memory_order_relaxed);  // the parent's executor's
   ring_valid_ = false;
   staging_on_ = false;  // the parent's staged records are the parent's
   staging_used_ = 0;

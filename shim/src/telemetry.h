@@ -25,6 +25,7 @@
 #include "iteration_matcher.h"
 #include "real_driver.h"
 #include "spin_lock.h"
+#include "swap/occurrence_counter.h"
 
 namespace chameleon::shim {
 
@@ -53,9 +54,11 @@ class Telemetry {
   /// Ops: dropped (counted) if the ring is full or the lock stays busy. `capture` marks ops issued
   /// while their stream captures a graph: flagged, and not counted towards iterations. True when
   /// the op completed an iteration boundary: `*hit` is then filled (and left alone otherwise).
+  /// `*ticket`: the op's ring-order occurrence when an occurrence counter is set and the op was
+  /// counted towards its iteration (invalid otherwise).
   bool PushOp(ipc::RecordType type, std::uint32_t token, std::uint16_t device, const void* head,
               std::size_t head_bytes, const void* tail, std::size_t tail_bytes, bool capture,
-              BoundaryHit* hit);
+              BoundaryHit* hit, swap::OccurrenceTicket* ticket);
   /// Events: never dropped for lock contention (only for a full ring).
   void PushEvent(ipc::RecordType type, const void* payload, std::size_t bytes);
   /// Called by the thread that got `hit`: records the boundary event on `stream`, then pushes the
@@ -117,6 +120,12 @@ class Telemetry {
     detail_requested_.store(seq, std::memory_order_relaxed);
   }
 
+  /// The policy runner's occurrence counter (set once the executor is on): counted under the ring
+  /// lock, in ring order, where the iteration matcher steps (occurrence_counter.h).
+  void SetOccurrenceCounter(swap::OccurrenceCounter* counter) {
+    occurrences_.store(counter, std::memory_order_release);
+  }
+
   /// Driver functions and per-device gauges it needs (set once at init).
   void Configure(const DriverAux* aux, const std::atomic<std::uint64_t>* device_live,
                  bool log_seqchange) {
@@ -166,6 +175,7 @@ class Telemetry {
 
   std::atomic<bool> active_{false};
   std::atomic<bool> attaching_{false};  // Attach holds lock_ (ops wait rather than drop)
+  std::atomic<swap::OccurrenceCounter*> occurrences_{nullptr};  // written under lock_ only
   SpinLock lock_;
   // --- guarded by lock_ ---
   ipc::SegmentHeader* header_ = nullptr;

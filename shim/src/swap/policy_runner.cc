@@ -1,53 +1,91 @@
 #include "swap/policy_runner.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace chameleon::shim::swap {
+namespace {
 
-PolicyRunner::PolicyRunner(SwapEngine* engine, SwapCounters* counters)
-    : engine_(engine), counters_(counters) {
-  occurrences_.reserve(1024);
+void SortUnique(std::vector<std::uint32_t>* v) {
+  std::sort(v->begin(), v->end());
+  v->erase(std::unique(v->begin(), v->end()), v->end());
 }
 
-void PolicyRunner::SetPolicy(const ipc::Policy& policy) {
-  auto c = std::make_shared<Compiled>();
+}  // namespace
+
+PolicyRunner::PolicyRunner(SwapEngine* engine, SwapCounters* counters)
+    : engine_(engine), counters_(counters) {}
+
+std::unique_ptr<PolicyRunner::Compiled> PolicyRunner::Compile(const ipc::Policy& policy) {
+  auto c = std::make_unique<Compiled>();
   c->generation = policy.summary.generation;
   const double stall_s = policy.summary.predicted_stall_s;
   c->predicted_stall_ns =
       stall_s > 0 && stall_s < 1e6 ? static_cast<std::uint64_t>(stall_s * 1e9) : 0;
   c->entries = policy.entries;
+  std::uint32_t highest = 0;
+  for (const ipc::SwapEntry& e : c->entries) {
+    for (const std::uint32_t t : {e.in_token, e.use_token, e.out_token}) {
+      // Tokens the counter does not count never occur: their entries are left out below.
+      if (t < OccurrenceCounter::kMaxTokens) highest = std::max(highest, t + 1);
+    }
+  }
+  c->tokens.resize(highest);
   for (std::uint32_t i = 0; i < c->entries.size(); ++i) {
     const ipc::SwapEntry& e = c->entries[i];
     if (e.tier != static_cast<std::uint16_t>(ipc::Tier::kHost)) continue;  // other tiers: later
+    if (std::max({e.in_token, e.use_token, e.out_token}) >= OccurrenceCounter::kMaxTokens) {
+      continue;
+    }
     c->at[Anchor(e.in_token, e.in_occurrence)].swap_in.push_back(i);
     c->at[Anchor(e.use_token, e.use_occurrence)].wait.push_back(i);
     c->at[Anchor(e.out_token, e.out_occurrence)].swap_out.push_back(i);
+    c->tokens[e.in_token].before.push_back(e.in_occurrence);
+    c->tokens[e.use_token].before.push_back(e.use_occurrence);
+    c->tokens[e.out_token].after.push_back(e.out_occurrence);
   }
+  for (TokenAnchors& a : c->tokens) {
+    SortUnique(&a.before);
+    SortUnique(&a.after);
+  }
+  c->cursor = std::make_unique<std::atomic<std::uint64_t>[]>(highest);
+  for (std::uint32_t t = 0; t < highest; ++t) c->cursor[t].store(~0ull, std::memory_order_relaxed);
+  return c;
+}
+
+void PolicyRunner::SetPolicy(const ipc::Policy& policy) {
+  std::unique_ptr<Compiled> c = Compile(policy);
   std::lock_guard lock(pending_mu_);
   pending_ = std::move(c);
 }
 
 void PolicyRunner::BeginIteration() {
-  std::shared_ptr<const Compiled> next;
+  std::unique_ptr<Compiled> next;
   {
     std::lock_guard lock(pending_mu_);
     next = std::move(pending_);
   }
+  std::lock_guard lock(mu_);
+  const Compiled* installed = installed_.load(std::memory_order_relaxed);
   const bool switched = next != nullptr;
-  const std::size_t old_n = installed_ ? installed_->entries.size() : 0;
+  const std::size_t old_n = installed ? installed->entries.size() : 0;
   for (std::size_t i = 0; i < old_n && i < bound_.size(); ++i) {
     if (bound_[i] == 0) continue;
-    const bool wraps = (installed_->entries[i].entry_flags & ipc::kEntryWraps) != 0;
+    const bool wraps = (installed->entries[i].entry_flags & ipc::kEntryWraps) != 0;
     // A non-wrapping entry should be back by now (its anchors were missed if not); a wrapping
     // one is brought back next iteration, unless the generation changes and nobody will. Either
     // way a prefetch now is cheaper than a safety-net fault later (no-op when resident).
     if (!wraps || switched) engine_->SwapIn(bound_[i]);
     if (!wraps) bound_[i] = 0;
   }
-  if (switched) installed_ = std::move(next);
-  ++iteration_;
-  occurrences_.clear();
-  const std::size_t n = installed_ ? installed_->entries.size() : 0;
+  if (switched) {
+    next->first_epoch = occurrences_.epoch();
+    installed = next.get();
+    tables_.push_back(std::move(next));
+    installed_.store(installed, std::memory_order_release);
+  }
+  iteration_.fetch_add(1, std::memory_order_relaxed);
+  const std::size_t n = installed ? installed->entries.size() : 0;
   if (switched || bound_.size() != n) bound_.assign(n, 0);
   dead_.assign(n, 0);
   counters_->policy_generation.store(generation(), std::memory_order_relaxed);
@@ -64,7 +102,7 @@ void PolicyRunner::Ignore(std::uint32_t entry) {
 }
 
 AllocId PolicyRunner::BindAtOut(std::uint32_t entry, std::span<const OpTensor> tensors) {
-  const ipc::SwapEntry& e = installed_->entries[entry];
+  const ipc::SwapEntry& e = installed_.load(std::memory_order_relaxed)->entries[entry];
   AllocId id = 0;
   if (e.out_arg < tensors.size() && tensors[e.out_arg].bytes == e.bytes) {
     id = tensors[e.out_arg].id;
@@ -83,30 +121,50 @@ AllocId PolicyRunner::BindAtOut(std::uint32_t entry, std::span<const OpTensor> t
   return id;
 }
 
-std::uint32_t PolicyRunner::BeforeOp(std::uint32_t token, CUstream stream) {
-  const std::uint32_t occurrence = occurrences_[token]++;
-  if (!installed_) return occurrence;
-  auto it = installed_->at.find(Anchor(token, occurrence));
-  if (it == installed_->at.end()) return occurrence;
-  // Unbound entries (out anchor not reached yet under this generation) simply do nothing.
-  for (std::uint32_t e : it->second.swap_in) {
-    if (AllocId id = dead_[e] ? 0 : bound_[e]; id && engine_->SwapIn(id) == CUDA_ERROR_NOT_FOUND)
-      Ignore(e);
+void PolicyRunner::FireBefore(const Compiled* c, std::uint32_t token, const OccurrenceTicket& t,
+                              CUstream stream) {
+  std::lock_guard lock(mu_);
+  // A boundary may have switched the generation since the caller's check: the op is the new
+  // table's, and its own check would start over.
+  if (installed_.load(std::memory_order_relaxed) != c || t.epoch < c->first_epoch) return;
+  const std::uint32_t next = NextBefore(*c, token, t.epoch);
+  if (t.occurrence < next) return;  // another thread fired it meanwhile
+  const std::vector<std::uint32_t>& before = c->tokens[token].before;
+  auto it = std::lower_bound(before.begin(), before.end(), next);
+  const auto end = std::upper_bound(it, before.end(), t.occurrence);
+  for (; it != end; ++it) {
+    const Actions& a = c->at.find(Anchor(token, *it))->second;
+    // Unbound entries (out anchor not reached yet under this generation) simply do nothing.
+    for (std::uint32_t e : a.swap_in) {
+      if (AllocId id = dead_[e] ? 0 : bound_[e]; id && engine_->SwapIn(id) == CUDA_ERROR_NOT_FOUND)
+        Ignore(e);
+    }
+    for (std::uint32_t e : a.wait) {
+      if (AllocId id = dead_[e] ? 0 : bound_[e];
+          id && engine_->WaitResident(id, stream) == CUDA_ERROR_NOT_FOUND)
+        Ignore(e);
+    }
   }
-  for (std::uint32_t e : it->second.wait) {
-    if (AllocId id = dead_[e] ? 0 : bound_[e];
-        id && engine_->WaitResident(id, stream) == CUDA_ERROR_NOT_FOUND)
-      Ignore(e);
-  }
-  return occurrence;
+  const std::uint32_t after = end == before.end() ? kNone : *end;
+  c->cursor[token].store((static_cast<std::uint64_t>(t.epoch) << 32) | after,
+                         std::memory_order_release);
 }
 
-void PolicyRunner::AfterOp(std::uint32_t token, std::uint32_t occurrence, CUstream stream,
+bool PolicyRunner::IsAfterAnchor(const Compiled& c, std::uint32_t token,
+                                 const OccurrenceTicket& t) {
+  if (token >= c.tokens.size() || t.epoch < c.first_epoch) return false;
+  const std::vector<std::uint32_t>& after = c.tokens[token].after;
+  return !after.empty() && t.occurrence >= after.front() && t.occurrence <= after.back() &&
+         std::binary_search(after.begin(), after.end(), t.occurrence);
+}
+
+void PolicyRunner::AfterOp(std::uint32_t token, const OccurrenceTicket& t, CUstream stream,
                            std::span<const OpTensor> tensors) {
-  if (!installed_) return;
-  auto it = installed_->at.find(Anchor(token, occurrence));
-  if (it == installed_->at.end()) return;
-  for (std::uint32_t e : it->second.swap_out) {
+  if (!HasAfterTrigger(token, t)) return;
+  std::lock_guard lock(mu_);
+  const Compiled* c = installed_.load(std::memory_order_relaxed);
+  if (!IsAfterAnchor(*c, token, t)) return;  // a switch since the check
+  for (std::uint32_t e : c->at.find(Anchor(token, t.occurrence))->second.swap_out) {
     if (dead_[e]) continue;
     if (AllocId id = BindAtOut(e, tensors);
         id && engine_->SwapOut(id, stream) == CUDA_ERROR_NOT_FOUND)

@@ -53,9 +53,19 @@ class RunnerTest : public SwapFixture {
     return Op(token, watch, args);
   }
   Residency Op(std::uint32_t token, AllocId watch, std::span<const sw::OpTensor> args) {
-    const std::uint32_t occ = runner_->BeforeOp(token, compute_);
+    const sw::OccurrenceTicket occ = Before(token);
     runner_->AfterOp(token, occ, compute_, args);
     return engine_->State(watch);
+  }
+  /// BeforeOp, then the op's ring append (the telemetry's part in the shim): its ticket.
+  sw::OccurrenceTicket Before(std::uint32_t token) {
+    runner_->BeforeOp(token, compute_);
+    return runner_->occurrences().Count(token);
+  }
+  /// An iteration boundary: the ring's (the telemetry's part), then the runner's.
+  void Boundary() {
+    runner_->occurrences().NextEpoch();
+    runner_->BeginIteration();
   }
   std::unique_ptr<sw::PolicyRunner> runner_;
 };
@@ -65,7 +75,7 @@ TEST_F(RunnerTest, TriggersFireAtTheirAnchors) {
   AllocId id = 0;
   ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
   runner_->SetPolicy(MakePolicy(1, {Entry(2 * kMiB, 1, 0, 1)}));
-  runner_->BeginIteration();
+  Boundary();
   EXPECT_EQ(Op(kFwd, id), Residency::kResident);    // fwd#0
   EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);  // fwd#1: last use -> out
   EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);  // fwd#2
@@ -81,7 +91,7 @@ TEST_F(RunnerTest, InsertedOpsDoNotShiftTheTriggers) {
   AllocId id = 0;
   ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
   runner_->SetPolicy(MakePolicy(1, {Entry(2 * kMiB, 1, 0, 1)}));
-  runner_->BeginIteration();
+  Boundary();
   EXPECT_EQ(Op(kNoise, id), Residency::kResident);
   EXPECT_EQ(Op(kFwd, id), Residency::kResident);
   EXPECT_EQ(Op(kNoise, id), Residency::kResident);
@@ -92,7 +102,7 @@ TEST_F(RunnerTest, InsertedOpsDoNotShiftTheTriggers) {
   EXPECT_EQ(Op(kNoise, id), Residency::kSwappedOut);
   EXPECT_EQ(Op(kBwd, id), Residency::kResident);
   // The next iteration counts occurrences afresh.
-  runner_->BeginIteration();
+  Boundary();
   EXPECT_EQ(Op(kFwd, id), Residency::kResident);
   EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);
 }
@@ -103,11 +113,11 @@ TEST_F(RunnerTest, AnEntryThatMatchesNothingIsIgnored) {
   ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
   // No tensor of the out-anchor op has the planned size (nor does the one at out_arg).
   runner_->SetPolicy(MakePolicy(1, {Entry(3 * kMiB, 0, 0, 1)}));
-  runner_->BeginIteration();
+  Boundary();
   for (std::uint32_t t : {kFwd, kFwd, kBwd, kBwd}) EXPECT_EQ(Op(t, id), Residency::kResident);
   EXPECT_EQ(C(counters_.policy_ignored), 1u);  // once per entry and iteration, not per trigger
   // A tensor that is not the executor's (id 0: passed through) is never a target either.
-  runner_->BeginIteration();
+  Boundary();
   const sw::OpTensor passthrough[] = {{0, 3 * kMiB}};
   EXPECT_EQ(Op(kFwd, id, passthrough), Residency::kResident);
   EXPECT_EQ(C(counters_.policy_ignored), 2u);
@@ -122,14 +132,14 @@ TEST_F(RunnerTest, AnEntryBindsTheTensorAtItsArgumentOrTheFirstOfItsSize) {
   const sw::OpTensor args[] = {{small, 2 * kMiB}, {a, 4 * kMiB}, {b, 4 * kMiB}};
   // out_arg 2 names b exactly.
   runner_->SetPolicy(MakePolicy(1, {Entry(4 * kMiB, 0, 0, 1, 2)}));
-  runner_->BeginIteration();
+  Boundary();
   EXPECT_EQ(Op(kFwd, b, args), Residency::kSwappedOut);
   EXPECT_EQ(engine_->State(a), Residency::kResident);
   EXPECT_EQ(engine_->State(small), Residency::kResident);
   EXPECT_EQ(Op(kBwd, b, args), Residency::kResident);
   // out_arg 0 has the wrong size: the first 4 MiB tensor (a) is taken instead.
   runner_->SetPolicy(MakePolicy(2, {Entry(4 * kMiB, 0, 0, 1, 0)}));
-  runner_->BeginIteration();
+  Boundary();
   EXPECT_EQ(Op(kFwd, a, args), Residency::kSwappedOut);
   EXPECT_EQ(engine_->State(b), Residency::kResident);
   EXPECT_EQ(engine_->State(small), Residency::kResident);
@@ -150,12 +160,12 @@ TEST_F(RunnerTest, AWrappingEntryKeepsItsBindingAcrossTheBoundary) {
   e.use_token = kFwd;
   e.entry_flags = chameleon::ipc::kEntryWraps;
   runner_->SetPolicy(MakePolicy(1, {e}));
-  runner_->BeginIteration();
+  Boundary();
   // First iteration: nothing is bound yet, so fwd#0 / fwd#1 do nothing (and count nothing).
   EXPECT_EQ(Op(kFwd, other), Residency::kResident);
   EXPECT_EQ(Op(kFwd, other), Residency::kResident);
   EXPECT_EQ(Op(kBwd, id), Residency::kSwappedOut);
-  runner_->BeginIteration();
+  Boundary();
   EXPECT_EQ(engine_->State(id), Residency::kSwappedOut);  // still out over the boundary
   EXPECT_EQ(Op(kFwd, other), Residency::kResident);       // fwd#0 starts the swap-in of `id`
   EXPECT_EQ(engine_->State(id), Residency::kResident);
@@ -165,7 +175,7 @@ TEST_F(RunnerTest, AWrappingEntryKeepsItsBindingAcrossTheBoundary) {
   EXPECT_EQ(C(counters_.policy_ignored), 0u);
   // A new generation without the entry: the tensor left out is brought back at the switch.
   runner_->SetPolicy(MakePolicy(2, {}));
-  runner_->BeginIteration();
+  Boundary();
   EXPECT_EQ(engine_->State(id), Residency::kResident);
   ASSERT_CU(ctx_sync_());
 }
@@ -178,7 +188,7 @@ TEST_F(RunnerTest, AnEntryNamingAFreedTensorIsIgnored) {
   ASSERT_CU(engine_->Free(id, compute_));
   // The op still names the freed tensor (a stale id): its entry is ignored, never a fault.
   runner_->SetPolicy(MakePolicy(1, {Entry(2 * kMiB, 0, 0, 1, 0), Entry(2 * kMiB, 0, 0, 1, 1)}));
-  runner_->BeginIteration();
+  Boundary();
   const sw::OpTensor args[] = {{id, 2 * kMiB}, {live, 2 * kMiB}};
   EXPECT_EQ(Op(kFwd, live, args), Residency::kSwappedOut);  // the live entry still works
   EXPECT_EQ(Op(kBwd, live), Residency::kResident);
@@ -192,14 +202,14 @@ TEST_F(RunnerTest, ANewGenerationTakesEffectOnlyAtTheBoundary) {
   AllocId id = 0;
   ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
   runner_->SetPolicy(MakePolicy(1, {Entry(2 * kMiB, 1, 0, 1)}));
-  runner_->BeginIteration();
+  Boundary();
   EXPECT_EQ(runner_->generation(), 1u);
   EXPECT_EQ(Op(kFwd, id), Residency::kResident);
   runner_->SetPolicy(MakePolicy(2, {Entry(2 * kMiB, 0, 1, 2)}));  // would fire at fwd#0
   EXPECT_EQ(runner_->generation(), 1u);
   EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);  // still generation 1's anchor
   EXPECT_EQ(Op(kBwd, id), Residency::kResident);
-  runner_->BeginIteration();
+  Boundary();
   EXPECT_EQ(runner_->generation(), 2u);
   EXPECT_EQ(C(counters_.policy_generation), 2u);
   EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);  // generation 2: out after fwd#0
@@ -213,14 +223,14 @@ TEST_F(RunnerTest, DataSurvivesPolicyDrivenSwappingAcrossIterations) {
   ASSERT_CU(engine_->Allocate(4 * kMiB, compute_, &a, &ida));
   runner_->SetPolicy(MakePolicy(1, {Entry(4 * kMiB, 0, 0, 1)}));
   for (int it = 0; it < 3; ++it) {
-    runner_->BeginIteration();
+    Boundary();
     // fwd#0 produces A; A goes out after it.
-    std::uint32_t occ = runner_->BeforeOp(kFwd, compute_);
+    sw::OccurrenceTicket occ = Before(kFwd);
     ASSERT_CU(Fill(a, 4 * kMiB, 100 + it, compute_));
     const sw::OpTensor args[] = {{ida, 4 * kMiB}};
     runner_->AfterOp(kFwd, occ, compute_, args);
     // fwd#1: a temporary takes A's chunks and scribbles on them.
-    occ = runner_->BeforeOp(kFwd, compute_);
+    occ = Before(kFwd);
     CUdeviceptr t = 0;
     AllocId idt = 0;
     ASSERT_CU(engine_->Allocate(4 * kMiB, compute_, &t, &idt));
@@ -228,9 +238,9 @@ TEST_F(RunnerTest, DataSurvivesPolicyDrivenSwappingAcrossIterations) {
     ASSERT_CU(engine_->Free(idt, compute_));
     runner_->AfterOp(kFwd, occ, compute_, {});
     // bwd#0 prefetches, bwd#1 consumes A on the compute stream.
-    occ = runner_->BeforeOp(kBwd, compute_);
+    occ = Before(kBwd);
     runner_->AfterOp(kBwd, occ, compute_, args);
-    occ = runner_->BeforeOp(kBwd, compute_);
+    occ = Before(kBwd);
     ASSERT_CU(Check(a, 4 * kMiB, 100 + it, compute_, it));
     runner_->AfterOp(kBwd, occ, compute_, args);
     ASSERT_CU(ctx_sync_());  // the loss.item() of a training step
