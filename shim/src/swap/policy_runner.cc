@@ -89,7 +89,7 @@ void PolicyRunner::BeginIteration() {
   if (switched || bound_.size() != n) bound_.assign(n, 0);
   dead_.assign(n, 0);
   counters_->policy_generation.store(generation(), std::memory_order_relaxed);
-  counters_->predicted_stall_ns.store(installed_ ? installed_->predicted_stall_ns : 0,
+  counters_->predicted_stall_ns.store(installed ? installed->predicted_stall_ns : 0,
                                       std::memory_order_relaxed);
   engine_->FlushUnmaps();
   counters_->CloseIteration();
