@@ -115,7 +115,7 @@ TEST_F(MachineTest, H100HasEightyGibAndHbm3) {
   Start("h100-sxm5");
   EXPECT_EQ(TotalMem(), 80ull << 30);
   EXPECT_NEAR(KernelNs(0, 3.35e12 * 0.80 * 1e-3), 2000 + 1e6, 1.0);
-  EXPECT_NEAR(KernelNs(989e12 * 0.70 * 1e-3, 0), 2000 + 1e6, 1.0);
+  EXPECT_NEAR(KernelNs(989e12 * 0.52 * 1e-3, 0), 2000 + 1e6, 1.0);
   EXPECT_NEAR(HostToDeviceNs(), CopyNs(54.8e9), 1.0);
   EXPECT_NEAR(DeviceToHostNs(), CopyNs(46.8e9), 1.0);
 }
