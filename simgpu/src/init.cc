@@ -1,6 +1,7 @@
 #include "init.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -89,6 +90,27 @@ Driver* Build(const Config& cfg) {
   return d;
 }
 
+// Every VMM chunk is a memfd (so that it can be exported as a file descriptor, as a real
+// driver's shareable handle is), and an LLM-scale run maps tens of thousands of 2 MiB chunks:
+// 80 GB is 40 k descriptors, past a typical soft limit (1024) and this project's CI hard limit
+// (20 000). Raise the soft limit to the hard one, and the hard one as far as the kernel allows
+// when we may (root); failures leave the limits as they were and surface later as
+// CUDA_ERROR_OUT_OF_MEMORY from cuMemCreate, never as a crash.
+void RaiseDescriptorLimit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  rlim_t want = lim.rlim_max;
+  if (std::FILE* f = std::fopen("/proc/sys/fs/nr_open", "r")) {
+    unsigned long long nr_open = 0;
+    if (std::fscanf(f, "%llu", &nr_open) == 1 && nr_open > want) want = nr_open;
+    std::fclose(f);
+  }
+  rlimit raised{want, want};
+  if (setrlimit(RLIMIT_NOFILE, &raised) == 0) return;
+  raised = {lim.rlim_max, lim.rlim_max};
+  setrlimit(RLIMIT_NOFILE, &raised);
+}
+
 }  // namespace
 
 CUresult InitDriver() {
@@ -103,6 +125,7 @@ CUresult InitDriver() {
       result = CUDA_ERROR_INVALID_VALUE;
       return;
     }
+    RaiseDescriptorLimit();
     InstallDriver(Build(cfg), cfg.host_call_ns);
     pthread_atfork(ForkPrepare, ForkParent, ForkChild);
     if (cfg.report) std::atexit(ReportAtExit);
