@@ -314,7 +314,7 @@ void ExecutorPointerScan(Executor& ex, CUstream stream, bool boundary) {
       static_cast<int>(r.error));
 }
 
-void ExecutorBoundary(Executor& ex) {
+std::uint64_t ExecutorBoundary(Executor& ex) {
   std::lock_guard<std::mutex> lock(ex.runner_mu);
   // The generation in force during the iteration that ends here (BeginIteration may install
   // the next one).
@@ -334,6 +334,7 @@ void ExecutorBoundary(Executor& ex) {
         static_cast<unsigned long long>(generation),
         FormatCounterPairs(ex.counters.Values()).c_str());
   }
+  return ex.runner->generation();
 }
 
 }  // namespace chameleon::shim

@@ -174,7 +174,9 @@ CUresult ExecutorBeforeOp(Executor& ex, std::uint32_t token, CUstream stream,
 void ExecutorAfterOp(Executor& ex, std::uint32_t token, CUstream stream,
                      AllocationState* const* states, std::uint32_t n, const ExecOp& op);
 /// An iteration boundary (after the boundary op's AfterOp): installs a new policy generation.
-void ExecutorBoundary(Executor& ex);
+/// Returns the generation in force for the iteration that starts (0: none yet), which the
+/// boundary's IterationMark carries (docs/protocol.md).
+std::uint64_t ExecutorBoundary(Executor& ex);
 /// Samples the live allocations for device-side pointer tables (copies on `stream`) and pins
 /// their targets (kNeverSwap + ExecutorPin); docs/executor.md, "Pointer tables". `boundary`:
 /// called at a boundary, before ExecutorBoundary (never on a capturing stream) — scans at the

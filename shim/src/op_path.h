@@ -177,13 +177,23 @@ Collector ScanExtra(const Runtime& rt, const KernelInfo* info, void** extra, Col
 }
 
 /// The executor's half of End (only called with the executor on; ops.cc).
-void ExecAfterSlow(PendingOp* op, AllocationState* const* states, std::uint32_t n, bool boundary);
+std::uint64_t ExecAfterSlow(PendingOp* op, AllocationState* const* states, std::uint32_t n,
+                            bool boundary);
 
-/// `boundary`: the op completed an iteration boundary.
-[[gnu::always_inline]] inline void ExecAfter(PendingOp* op, AllocationState* const* states,
-                                             std::uint32_t n, bool boundary) {
-  if (op->ex != nullptr) ExecAfterSlow(op, states, n, boundary);
+/// `boundary`: the op completed an iteration boundary. Returns the policy generation the
+/// executor installed for the iteration that starts there (0: no boundary, no executor, or no
+/// policy yet).
+[[gnu::always_inline]] inline std::uint64_t ExecAfter(PendingOp* op, AllocationState* const* states,
+                                                      std::uint32_t n, bool boundary) {
+  return op->ex != nullptr ? ExecAfterSlow(op, states, n, boundary) : 0;
 }
+
+/// After ExecAfter at a boundary: pushes the IterationMark stamped with `installed` (the
+/// executor's generation for the iteration that starts; the header's figure when 0), so the
+/// daemon credits a new candidate's first iteration to it (docs/protocol.md). Out of line: once
+/// per iteration.
+void FinishBoundary(Runtime& rt, BoundaryHit hit, std::uint64_t installed, CUstream stream,
+                    bool capture);
 
 }  // namespace chameleon::shim::op_path
 
@@ -211,6 +221,7 @@ namespace chameleon::shim {
 [[gnu::always_inline]] inline void EndLaunch(Runtime& rt, LaunchOp* t) {
   if (!t->active) return;
   bool boundary = false;
+  BoundaryHit hit;
   const std::uint32_t count = t->count;
   if (t->recording) {
     ipc::LaunchRecord rec{};
@@ -219,13 +230,14 @@ namespace chameleon::shim {
     rec.device = t->device;
     rec.stream = reinterpret_cast<std::uint64_t>(t->stream);
     std::memcpy(t->words, &rec, sizeof(rec));
-    BoundaryHit hit;
     boundary = rt.telemetry.PushOp(ipc::RecordType::kLaunch, rec.token, rec.device, t->words,
                                    sizeof(rec) + sizeof(std::uint64_t) * count, nullptr, 0,
                                    t->capture, &hit, &t->exec.ticket);
-    if (__builtin_expect(boundary, 0)) rt.telemetry.FinishBoundary(hit, t->stream, t->capture);
   }
-  op_path::ExecAfter(t, t->states, count, boundary);
+  const std::uint64_t installed = op_path::ExecAfter(t, t->states, count, boundary);
+  if (__builtin_expect(boundary, 0)) {
+    op_path::FinishBoundary(rt, hit, installed, t->stream, t->capture);
+  }
 }
 
 }  // namespace chameleon::shim

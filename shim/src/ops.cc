@@ -36,13 +36,22 @@ Collector ScanExtra(const Runtime& rt, const KernelInfo* info, void** extra, Col
   return c;
 }
 
-void ExecAfterSlow(PendingOp* op, AllocationState* const* states, std::uint32_t n, bool boundary) {
+std::uint64_t ExecAfterSlow(PendingOp* op, AllocationState* const* states, std::uint32_t n,
+                            bool boundary) {
   if (!op->capture) ExecutorAfterOp(*op->ex, op->token, op->stream, states, n, op->exec);
   // The boundary op belongs to the iteration it closes: its swap-outs ran first.
-  if (boundary) {
-    if (!op->capture) ExecutorPointerScan(*op->ex, op->stream, /*boundary=*/true);
-    ExecutorBoundary(*op->ex);
-  }
+  if (!boundary) return 0;
+  if (!op->capture) ExecutorPointerScan(*op->ex, op->stream, /*boundary=*/true);
+  return ExecutorBoundary(*op->ex);
+}
+
+void FinishBoundary(Runtime& rt, BoundaryHit hit, std::uint64_t installed, CUstream stream,
+                    bool capture) {
+  // The executor's generation, read after it installed the pending policy: the header's
+  // figure is published by the client thread's tick and still names the previous candidate,
+  // which cost the daemon one trial iteration per candidate (issue 18).
+  if (installed != 0) hit.generation = installed;
+  rt.telemetry.FinishBoundary(hit, stream, capture);
 }
 
 }  // namespace op_path
@@ -68,16 +77,16 @@ CUresult BeginGraphLaunch(Runtime& rt, CUstream stream, PendingOp* op) {
 void EndGraphLaunch(Runtime& rt, PendingOp* op) {
   if (!op->active) return;
   bool boundary = false;
+  BoundaryHit hit;
   if (op->recording) {
     ipc::LaunchRecord rec{};
     rec.token = ipc::kTokenGraphLaunch;
     rec.stream = reinterpret_cast<std::uint64_t>(op->stream);
-    BoundaryHit hit;
     boundary = rt.telemetry.PushOp(ipc::RecordType::kLaunch, rec.token, 0, &rec, sizeof(rec),
                                    nullptr, 0, op->capture, &hit, &op->exec.ticket);
-    if (boundary) rt.telemetry.FinishBoundary(hit, op->stream, op->capture);
   }
-  ExecAfter(op, nullptr, 0, boundary);
+  const std::uint64_t installed = ExecAfter(op, nullptr, 0, boundary);
+  if (boundary) FinishBoundary(rt, hit, installed, op->stream, op->capture);
 }
 
 CUresult BeginCopy(Runtime& rt, std::uint32_t token, std::uint64_t src, std::uint64_t dst,
@@ -133,17 +142,17 @@ CUresult BeginMemset(Runtime& rt, std::uint64_t dst, std::uint64_t bytes, CUstre
 void EndCopy(Runtime& rt, CopyOp* op) {
   if (!op->active) return;
   bool boundary = false;
+  BoundaryHit hit;
   if (op->recording) {
     const bool copy = op->type == ipc::RecordType::kCopy;
     const void* rec = copy ? static_cast<const void*>(&op->copy) : &op->memset_rec;
     const std::size_t size = copy ? sizeof(op->copy) : sizeof(op->memset_rec);
     const std::uint16_t device = copy ? op->copy.device : op->memset_rec.device;
-    BoundaryHit hit;
     boundary = rt.telemetry.PushOp(op->type, op->token, device, rec, size, nullptr, 0, op->capture,
                                    &hit, &op->exec.ticket);
-    if (boundary) rt.telemetry.FinishBoundary(hit, op->stream, op->capture);
   }
-  ExecAfter(op, op->states, op->count, boundary);
+  const std::uint64_t installed = ExecAfter(op, op->states, op->count, boundary);
+  if (boundary) FinishBoundary(rt, hit, installed, op->stream, op->capture);
 }
 
 void OnSync(Runtime& rt, ipc::SyncKind kind, CUstream stream) {
