@@ -26,7 +26,8 @@ bool Reservation::PiecesIn(std::size_t offset, std::size_t len, std::vector<Piec
     }
     const std::size_t into = pos - it->first;
     const std::size_t n = std::min(it->second.size - into, offset + len - pos);
-    out->push_back(Piece{pos, n, it->second.chunk->fd, it->second.chunk_offset + into});
+    out->push_back(Piece{pos, n, it->second.chunk->fd,
+                         it->second.chunk->base + it->second.chunk_offset + into});
     pos += n;
   }
   return true;

@@ -21,7 +21,9 @@ inline constexpr std::uint32_t kChunkMagic = 0x4b4e4843u;
 /// Physical memory behind a CUmemGenericAllocationHandle. Thread-safe via atomics + mu.
 struct Chunk {
   std::atomic<std::uint32_t> magic{kChunkMagic};
-  int fd = -1;
+  int fd = -1;             ///< own memfd, or the location's slab (slab.h) when in_slab
+  std::uint64_t base = 0;  ///< where the chunk starts in `fd` (0 unless in_slab)
+  bool in_slab = false;    ///< carved from a slab: not exportable, fd not ours to close
   std::size_t size = 0;
   bool host = false;          ///< CU_MEM_LOCATION_TYPE_HOST(_NUMA): pinned host memory
   int device = -1;            ///< device ordinal (or NUMA id when host)
@@ -44,7 +46,7 @@ struct Reservation {
   struct Mapping {
     std::size_t size;
     Chunk* chunk;
-    std::size_t chunk_offset = 0;  ///< where in the chunk's memfd the mapping starts
+    std::size_t chunk_offset = 0;  ///< where in the chunk (from its base) the mapping starts
   };
   /// A mapped piece of a range: `len` bytes at reservation offset `at`, backed by `fd` from
   /// `file_offset` on.

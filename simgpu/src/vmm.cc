@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "driver.h"
+#include "slab.h"
 #include "stream.h"
 
 namespace chameleon::simgpu {
@@ -23,7 +24,10 @@ bool HostLocation(CUmemLocationType t) {
 
 void DropRef(Chunk* c) {
   if (c->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  close(c->fd);
+  if (c->in_slab)
+    Slabs::Give(SlabRange{c->fd, c->base}, c->size);
+  else
+    close(c->fd);
   c->fd = -1;
   if (c->charged == 0) return;  // imported: the exporter pays
   if (c->host)
@@ -152,8 +156,18 @@ CUresult VmmCreate(CUmemGenericAllocationHandle* handle, std::size_t size,
     AddPinned(size);
     c->charged = size;
   }
-  c->fd = memfd_create(name.c_str(), MFD_CLOEXEC);
-  if (c->fd < 0 || ftruncate(c->fd, static_cast<off_t>(size)) != 0) {
+  // Only a chunk that may be exported needs a file of its own; the rest share their location's
+  // slab, so that holding many chunks does not take one descriptor each.
+  SlabRange range;
+  if ((prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == 0 &&
+      Slabs::Take(host, id, size, &range)) {
+    c->fd = range.fd;
+    c->base = range.base;
+    c->in_slab = true;
+  } else {
+    c->fd = memfd_create(name.c_str(), MFD_CLOEXEC);
+  }
+  if (c->fd < 0 || (!c->in_slab && ftruncate(c->fd, static_cast<off_t>(size)) != 0)) {
     c->magic = 0;
     DropRef(c);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -189,7 +203,7 @@ CUresult VmmMap(CUdeviceptr ptr, std::size_t size, std::size_t offset,
     if (prev->first + prev->second.size > at) return CUDA_ERROR_INVALID_VALUE;
   }
   void* p = mmap(reinterpret_cast<void*>(ptr), size, PROT_NONE, MAP_SHARED | MAP_FIXED, c->fd,
-                 static_cast<off_t>(offset));
+                 static_cast<off_t>(c->base + offset));
   if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
   c->refs.fetch_add(1, std::memory_order_acq_rel);
   res->maps.emplace(at, Reservation::Mapping{size, c, offset});
@@ -256,6 +270,9 @@ CUresult VmmExport(void* out, CUmemGenericAllocationHandle handle, CUmemAllocati
   Chunk* c = AsChunk(handle);
   if (!c || !out) return CUDA_ERROR_INVALID_VALUE;
   if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
+  // As the driver does for a handle created without shareable types; a slab chunk's fd is the
+  // whole location's memory, so it must never leave the process anyway.
+  if (c->in_slab) return CUDA_ERROR_NOT_PERMITTED;
   int fd = dup(c->fd);
   if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
   *static_cast<int*>(out) = fd;
