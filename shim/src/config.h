@@ -25,9 +25,9 @@ struct Config {
   bool pointer_scan = true;              ///< CHAMELEON_POINTER_SCAN=off: no pointer-table scan
   /// CHAMELEON_EVICTION=belady|closest-size: the safety net's victim rule (docs/executor.md).
   bool eviction_closest_size = false;
-  std::uint64_t host_pool_bytes = 0;     ///< CHAMELEON_HOST_POOL_BYTES (0 = half the host memory)
-  std::string topology_path;             ///< CHAMELEON_TOPOLOGY: machine YAML (host_numa_bytes)
-  std::uint64_t swap_chunk_bytes = 0;    ///< CHAMELEON_SWAP_CHUNK_BYTES (0 = VMM granularity)
+  std::uint64_t host_pool_bytes = 0;   ///< CHAMELEON_HOST_POOL_BYTES (0 = half the host memory)
+  std::string topology_path;           ///< CHAMELEON_TOPOLOGY: machine YAML (host_numa_bytes)
+  std::uint64_t swap_chunk_bytes = 0;  ///< CHAMELEON_SWAP_CHUNK_BYTES (0 = VMM granularity)
   std::uint64_t swap_min_bytes = 2u << 20;  ///< CHAMELEON_SWAP_MIN_BYTES: smaller ones pass through
 };
 
