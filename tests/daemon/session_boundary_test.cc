@@ -16,15 +16,29 @@ class SessionBoundaryTest : public DaemonTest {
     const std::regex re(name + "\\{client=\"0\"\\} ([0-9.e+]+)");
     return std::regex_search(text, m, re) ? std::stod(m[1]) : -1;
   }
-  /// Steps into GEN_POLICY and answers the detailed-iteration request with step 6 (1.0 marks).
-  void RecordProfile(FakeClient& client, const LoopSpec& spec) {
-    PushSteps(client, spec, 0, 6);
-    ASSERT_TRUE(WaitFor([&] { return client.DetailedRequested(); }));
-    ASSERT_TRUE(client.Mark(6, 1'000'000, 0));
-    PushDetailedStep(client, spec, 6);
-    ASSERT_TRUE(client.Mark(7, 2'000'000, StepOps(spec, 6).size()));
+  /// Steps into GEN_POLICY and answers the detailed-iteration request (1.0 marks) with the step
+  /// after the request, `*detailed`; the next step to push is then `*detailed + 2`. Steps are
+  /// pushed until the daemon asks (at step 6 on a quiet machine): under a sanitizer's slowness
+  /// detection may first settle on a shorter period and need more steps to find the real one.
+  void RecordProfile(FakeClient& client, const LoopSpec& spec, int* detailed) {
+    int step = 6;
+    PushSteps(client, spec, 0, step);
+    while (!WaitFor(
+        [&] {
+          client.Heartbeat();
+          return client.DetailedRequested();
+        },
+        500)) {
+      ASSERT_LT(step, 48) << "no detailed-iteration request";
+      PushSteps(client, spec, step, step + 1);
+      ++step;
+    }
+    *detailed = step;
+    ASSERT_TRUE(client.Mark(std::uint64_t(step), 1'000'000, 0));
+    PushDetailedStep(client, spec, step);
+    ASSERT_TRUE(client.Mark(std::uint64_t(step) + 1, 2'000'000, StepOps(spec, step).size()));
     client.header()->detail_done_seq.store(client.header()->detail_request_seq.load());
-    PushSteps(client, spec, 7, 8);
+    PushSteps(client, spec, step + 1, step + 2);
     ASSERT_TRUE(WaitDrained(client));
   }
 };
@@ -34,10 +48,11 @@ TEST_F(SessionBoundaryTest, ShouldForgetTheProfileWhenTheBoundaryIsLost) {
   auto client = Connect();
   ASSERT_NE(client, nullptr);
   LoopSpec spec;
-  RecordProfile(*client, spec);
+  int detailed = 0;
+  ASSERT_NO_FATAL_FAILURE(RecordProfile(*client, spec, &detailed));
   const auto before = Describe(client->id());
   ASSERT_TRUE(before["profile"].is_object()) << before.dump(2);
-  ASSERT_EQ(before["profile"]["ops"].get<std::size_t>(), StepOps(spec, 6).size());
+  ASSERT_EQ(before["profile"]["ops"].get<std::size_t>(), StepOps(spec, detailed).size());
   const auto first_request = client->header()->detail_request_seq.load();
   // Another loop altogether (a 12-op step without the old signature): the boundary is lost and
   // detected again, and the old loop's profile must not plan anything for the new one.
@@ -111,9 +126,11 @@ TEST_F(SessionBoundaryTest, ShouldCountAStableStageWhoseEveryCandidateWasRefused
   ASSERT_NE(client, nullptr);
   ASSERT_TRUE(client->Alloc(1, 1 << 20));
   LoopSpec spec;
-  RecordProfile(*client, spec);
+  int detailed = 0;
+  ASSERT_NO_FATAL_FAILURE(RecordProfile(*client, spec, &detailed));
   ASSERT_EQ(SlotMetric("chameleon_policy_empty_stable_total"), 0);
-  for (int step = 8; step < 24 && Describe(client->id())["stage"] != "STABLE"; ++step) {
+  for (int step = detailed + 2; step < detailed + 18 && Describe(client->id())["stage"] != "STABLE";
+       ++step) {
     PushSteps(*client, spec, step, step + 1);
     ASSERT_TRUE(client->Mark(std::uint64_t(step) + 1, 2'000'000, 0));
     ASSERT_TRUE(WaitDrained(*client));
@@ -131,8 +148,10 @@ TEST_F(SessionBoundaryTest, ShouldNotCountAStableStageWhoseProfileFits) {
   ASSERT_NE(client, nullptr);
   ASSERT_TRUE(client->Alloc(1, 1 << 20));
   LoopSpec spec;
-  RecordProfile(*client, spec);
-  for (int step = 8; step < 24 && Describe(client->id())["stage"] != "STABLE"; ++step) {
+  int detailed = 0;
+  ASSERT_NO_FATAL_FAILURE(RecordProfile(*client, spec, &detailed));
+  for (int step = detailed + 2; step < detailed + 18 && Describe(client->id())["stage"] != "STABLE";
+       ++step) {
     PushSteps(*client, spec, step, step + 1);
     ASSERT_TRUE(client->Mark(std::uint64_t(step) + 1, 2'000'000, 0));
     ASSERT_TRUE(WaitDrained(*client));
