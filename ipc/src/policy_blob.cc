@@ -56,6 +56,10 @@ BlobError DecodeSection(std::uint32_t type, std::span<const std::uint8_t> data, 
       if (data.size() % sizeof(std::uint64_t) != 0) return BlobError::kBadSection;
       CopyArray(data, &policy->excluded);
       return BlobError::kOk;
+    case PolicySection::kLeases:
+      if (data.size() % sizeof(LeaseGrant) != 0) return BlobError::kBadSection;
+      CopyArray(data, &policy->leases);
+      return BlobError::kOk;
   }
   return BlobError::kOk;
 }
@@ -121,6 +125,10 @@ void EncodePolicy(const Policy& policy, std::vector<std::uint8_t>* out) {
   if (!policy.excluded.empty()) {
     AppendSection(PolicySection::kExcluded, policy.excluded.data(),
                   policy.excluded.size() * sizeof(std::uint64_t), out, &count);
+  }
+  if (!policy.leases.empty()) {
+    AppendSection(PolicySection::kLeases, policy.leases.data(),
+                  policy.leases.size() * sizeof(LeaseGrant), out, &count);
   }
   PolicyBlobHeader header{};
   header.magic = kPolicyBlobMagic;

@@ -17,8 +17,8 @@ const char* TierName(ipc::Tier tier) {
       return "host";
     case ipc::Tier::kPeerGpu:
       return "peer-gpu";
-    case ipc::Tier::kRemoteNuma:
-      return "remote-numa";
+    case ipc::Tier::kHostNuma:
+      return "host-numa";
   }
   return "unknown";
 }

@@ -28,6 +28,7 @@ Policy SamplePolicy() {
     p.entries.push_back(e);
   }
   p.excluded = {99, 100};
+  p.leases = {LeaseGrant{41, 3ull << 30, 1, 0, 0}, LeaseGrant{42, 1ull << 20, 3, 0, 0}};
   return p;
 }
 
@@ -69,6 +70,10 @@ TEST(PolicyBlobTest, ShouldRoundTripEverySection) {
   EXPECT_EQ(q.boundary, p.boundary);
   EXPECT_TRUE(SameEntries(q.entries, p.entries));
   EXPECT_EQ(q.excluded, p.excluded);
+  ASSERT_EQ(q.leases.size(), 2u);
+  EXPECT_EQ(q.leases[1].lease_id, 42u);
+  EXPECT_EQ(q.leases[0].bytes, 3ull << 30);
+  EXPECT_EQ(q.leases[1].helper, 3u);
 }
 
 TEST(PolicyBlobTest, ShouldAppendAfterExistingBytes) {

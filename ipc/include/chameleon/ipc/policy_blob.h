@@ -19,7 +19,8 @@ inline constexpr std::uint32_t kPolicyBlobMagic = 0x4c504843u;
 inline constexpr std::uint16_t kPolicyBlobMajor = 1;
 /// Minor 1: SwapEntry's former `reserved` word is `out_arg` + `entry_flags` (a 1.0 writer sent
 /// zeros there, which a 1.1 reader reads as "argument 0, no flags": still a valid entry).
-inline constexpr std::uint16_t kPolicyBlobMinor = 1;
+/// Minor 2: the kLeases section (a 1.1 reader skips it and keeps every entry on host memory).
+inline constexpr std::uint16_t kPolicyBlobMinor = 2;
 
 struct PolicyBlobHeader {
   std::uint32_t magic;
@@ -40,6 +41,7 @@ enum class PolicySection : std::uint32_t {
   kBoundary = 2,     ///< u32 tokens: the iteration boundary signature (an n-gram)
   kSwapEntries = 3,  ///< SwapEntry[]
   kExcluded = 4,     ///< u64 match keys never to swap
+  kLeases = 5,       ///< LeaseGrant[]: peer memory this client may hold (since 1.2)
 };
 
 struct PolicySectionHeader {
@@ -64,8 +66,10 @@ struct PolicySummary {
 };
 static_assert(sizeof(PolicySummary) == 56);
 
-/// Where swapped bytes go. Host is the default; placement fills the others.
-enum class Tier : std::uint16_t { kHost = 0, kPeerGpu = 1, kRemoteNuma = 2 };
+/// Where swapped bytes go. Host (the process's local pinned memory) is the default; node
+/// placement fills the others. `SwapEntry::helper` names the peer GPU (by the RECEIVING client's
+/// own device ordinal: ordinals differ per process) or the host NUMA node.
+enum class Tier : std::uint16_t { kHost = 0, kPeerGpu = 1, kHostNuma = 2 };
 
 /// One tensor to swap. Triggers are anchored on (token, occurrence of that token within the
 /// iteration), so ops inserted elsewhere do not shift them.
@@ -104,12 +108,30 @@ enum SwapEntryFlag : std::uint16_t {
 /// out_arg value of an entry whose tensor was not found among its out-anchor op's tensors.
 inline constexpr std::uint16_t kOutArgUnknown = 0xffff;
 
+/// Permission to hold up to `bytes` on one peer GPU, lent by the daemon out of another client's
+/// (or an idle GPU's) spare memory. Leases are the authority, entries only the preference: an
+/// entry with tier kPeerGpu whose helper has no lease in the policy in force goes to host memory,
+/// and when a new policy drops or shrinks a lease the executor moves what it holds there beyond
+/// the new cap back to host memory, then reports the policy's generation in
+/// SegmentHeader::leases_applied_generation (the daemon's proof that a revocation completed).
+struct LeaseGrant {
+  std::uint64_t lease_id;  ///< daemon-wide, never reused; for logs, metrics and chameleonctl
+  std::uint64_t bytes;     ///< most bytes this client may hold on that GPU
+  std::uint16_t helper;    ///< the receiving client's device ordinal of the lending GPU
+  std::uint16_t flags;     ///< reserved, 0
+  std::uint32_t reserved;
+};
+static_assert(sizeof(LeaseGrant) == 24);
+static_assert(offsetof(LeaseGrant, bytes) == 8);
+static_assert(offsetof(LeaseGrant, helper) == 16);
+
 /// The decoded policy.
 struct Policy {
   PolicySummary summary{};
   std::vector<std::uint32_t> boundary;
   std::vector<SwapEntry> entries;
   std::vector<std::uint64_t> excluded;
+  std::vector<LeaseGrant> leases;
 };
 
 enum class BlobError : std::uint8_t {

@@ -97,7 +97,17 @@ struct alignas(kFalseSharing) SegmentHeader {
   std::atomic<std::uint64_t> device_bytes_live;
   std::atomic<std::uint64_t> device_bytes_peak;
   std::atomic<std::uint64_t> device_limit_bytes;  ///< limit in force in the shim (0 = none)
-  std::uint8_t pad6[kFalseSharing - 24];
+  // Node placement (layout 1.3; zero from an older writer, which a daemon reads as "never lent,
+  // never asks back").
+  /// Owner side: bytes the shim needs back from what the daemon lent of its GPU to other clients,
+  /// written at allocation pressure (the shim never waits for it: its safety net carries on).
+  std::atomic<std::uint64_t> reclaim_request_bytes;
+  /// Lessee side: bytes the executor holds on peer GPUs under leases, all helpers together.
+  std::atomic<std::uint64_t> peer_held_bytes;
+  /// Lessee side: generation of the last policy whose leases the executor fully complies with
+  /// (everything beyond a dropped or shrunk lease is back in host memory).
+  std::atomic<std::uint64_t> leases_applied_generation;
+  std::uint8_t pad6[kFalseSharing - 48];
 
   // --- slot 7 (layout 1.1): executor detail (client writes; zero from a 1.0 writer). The SLOT7
   // rows of executor_counters.inc, in its order. ---
@@ -145,6 +155,9 @@ static_assert(offsetof(SegmentHeader, vmm_calls) == 5 * kFalseSharing + 48);
 static_assert(offsetof(SegmentHeader, policy_generation_applied) == 5 * kFalseSharing + 56);
 static_assert(offsetof(SegmentHeader, device_bytes_live) == 6 * kFalseSharing);
 static_assert(offsetof(SegmentHeader, device_limit_bytes) == 6 * kFalseSharing + 16);
+static_assert(offsetof(SegmentHeader, reclaim_request_bytes) == 6 * kFalseSharing + 24);
+static_assert(offsetof(SegmentHeader, peer_held_bytes) == 6 * kFalseSharing + 32);
+static_assert(offsetof(SegmentHeader, leases_applied_generation) == 6 * kFalseSharing + 40);
 static_assert(offsetof(SegmentHeader, prefetch_misses) == 7 * kFalseSharing);
 static_assert(offsetof(SegmentHeader, fault_ins) == 7 * kFalseSharing + 8);
 static_assert(offsetof(SegmentHeader, evictions) == 7 * kFalseSharing + 16);
