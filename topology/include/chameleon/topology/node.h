@@ -1,0 +1,74 @@
+// A training node as placement sees it: its GPUs and host NUMA nodes as places of a Topology
+// (links with per-direction bandwidth), plus the facts that identify one GPU across processes.
+//
+// Built by the daemon from what it may know without opening a GPU (issue 16 item 1): the device
+// facts each shim reports in HELLO, sysfs (/sys/devices/system/node: memory, distances), NVML when
+// `libnvidia-ml.so.1` loads at run time, and a YAML override in the schema SIMGPU_TOPOLOGY shares.
+// GPUs are keyed by PCI bus id, never by ordinal: CUDA_VISIBLE_DEVICES gives every process its
+// own ordinals. Plain value types; BuildNode is a pure function of its inputs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chameleon/topology/topology.h"
+
+namespace chameleon::topology {
+
+/// One GPU as one client saw it (a HELLO DeviceFacts row, translated).
+struct GpuReport {
+  std::string pci_bus_id;   ///< "0000:18:00.0", lower-case: the node-wide identity
+  int ordinal = 0;          ///< this client's ordinal for it
+  int host_numa_node = -1;  ///< -1 unknown
+  std::uint64_t total_memory = 0;
+  std::vector<std::string> peers;  ///< bus ids of the GPUs it can access directly (P2P)
+};
+
+/// Where node facts come from; every field optional. Tests inject all of them.
+struct NodeSources {
+  std::vector<GpuReport> gpus;  ///< from every connected client (duplicates agree or error)
+  std::string sysfs_node_root = "/sys/devices/system/node";
+  bool use_nvml = true;       ///< dlopen libnvidia-ml.so.1 for NVLink state if present
+  std::string override_yaml;  ///< CHAMELEON_TOPOLOGY text ("" = none): overrides every figure
+};
+
+/// Role of a place of the node's topology.
+struct NodeGpu {
+  std::string pci_bus_id;
+  int place = -1;  ///< index in Node::topology
+  int host_numa_node = -1;
+  std::uint64_t capacity = 0;
+};
+struct NodeNuma {
+  int id = 0;      ///< NUMA node id as the OS numbers it
+  int place = -1;  ///< index in Node::topology
+  std::uint64_t capacity = 0;
+};
+
+/// Where each figure of the node came from, for `chameleonctl topology`.
+struct NodeProvenance {
+  std::string gpus;   ///< "hello", "yaml"
+  std::string numa;   ///< "sysfs", "yaml", "physical RAM"
+  std::string links;  ///< "nvml", "p2p attributes", "yaml", "defaults"
+};
+
+struct Node {
+  Topology topology;           ///< finalised; places = gpus then NUMA nodes
+  std::vector<NodeGpu> gpus;   ///< sorted by pci_bus_id
+  std::vector<NodeNuma> numa;  ///< sorted by id
+  NodeProvenance provenance;
+  std::vector<std::string> warnings;  ///< sources that were set but unusable, one line each
+
+  /// Index into `gpus`, or -1.
+  int GpuIndex(std::string_view pci_bus_id) const;
+  /// Index into `numa` of NUMA node `id`, or -1.
+  int NumaIndex(int id) const;
+};
+
+/// Builds the node. Returns "" on success; else one line naming the conflicting or malformed
+/// source (two clients disagreeing on a GPU's memory, a bad override), `out` then unusable.
+std::string BuildNode(const NodeSources& sources, Node* out);
+
+}  // namespace chameleon::topology
