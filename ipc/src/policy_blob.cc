@@ -3,6 +3,8 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "byte_io.h"
@@ -40,8 +42,9 @@ BlobError DecodeSection(std::uint32_t type, std::span<const std::uint8_t> data, 
   switch (static_cast<PolicySection>(type)) {
     case PolicySection::kSummary:
       // A newer minor may append summary fields; fewer than we know is malformed.
-      if (data.size() < sizeof(PolicySummary) || *have_summary) return BlobError::kBadSection;
-      policy->summary = LoadAt<PolicySummary>(data, 0);
+      if (data.size() < kPolicySummaryMinBytes || *have_summary) return BlobError::kBadSection;
+      policy->summary = PolicySummary{};  // an older writer's summary ends before the new fields
+      std::memcpy(&policy->summary, data.data(), std::min(data.size(), sizeof(PolicySummary)));
       *have_summary = true;
       return BlobError::kOk;
     case PolicySection::kBoundary:

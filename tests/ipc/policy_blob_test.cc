@@ -17,6 +17,7 @@ Policy SamplePolicy() {
   p.summary.stage = static_cast<std::uint32_t>(Stage::kStable);
   p.summary.device_limit_bytes = 1ull << 34;
   p.summary.predicted_iteration_s = 0.25;
+  p.summary.lent_bytes = 5ull << 30;
   p.boundary = {16, 17, 18};
   for (std::uint32_t i = 0; i < 5; ++i) {
     SwapEntry e{};
@@ -74,6 +75,7 @@ TEST(PolicyBlobTest, ShouldRoundTripEverySection) {
   EXPECT_EQ(q.leases[1].lease_id, 42u);
   EXPECT_EQ(q.leases[0].bytes, 3ull << 30);
   EXPECT_EQ(q.leases[1].helper, 3u);
+  EXPECT_EQ(q.summary.lent_bytes, 5ull << 30);
 }
 
 TEST(PolicyBlobTest, ShouldAppendAfterExistingBytes) {
@@ -155,7 +157,8 @@ TEST(PolicyBlobTest, ShouldReportBadSectionAndMissingSummary) {
   Policy q;
   // A boundary section whose size is not a whole number of tokens.
   auto blob = Encode(SamplePolicy());
-  const std::size_t boundary_at = sizeof(PolicyBlobHeader) + sizeof(PolicySectionHeader) + 56;
+  const std::size_t boundary_at =
+      sizeof(PolicyBlobHeader) + sizeof(PolicySectionHeader) + sizeof(PolicySummary);
   PolicySectionHeader s;
   std::memcpy(&s, blob.data() + boundary_at, sizeof(s));
   ASSERT_EQ(s.type, static_cast<std::uint32_t>(PolicySection::kBoundary));
@@ -172,11 +175,12 @@ TEST(PolicyBlobTest, ShouldReportBadSectionAndMissingSummary) {
   EXPECT_EQ(DecodePolicy(blob, &q), BlobError::kBadSection);
   // No summary: drop the first section.
   blob = Encode(SamplePolicy());
-  blob.erase(blob.begin() + sizeof(PolicyBlobHeader),
-             blob.begin() + sizeof(PolicyBlobHeader) + sizeof(PolicySectionHeader) + 56);
+  blob.erase(blob.begin() + sizeof(PolicyBlobHeader), blob.begin() + sizeof(PolicyBlobHeader) +
+                                                          sizeof(PolicySectionHeader) +
+                                                          sizeof(PolicySummary));
   h = HeaderOf(blob);
   h.section_count -= 1;
-  h.payload_bytes -= sizeof(PolicySectionHeader) + 56;
+  h.payload_bytes -= sizeof(PolicySectionHeader) + sizeof(PolicySummary);
   Patch(&blob, h, true);
   EXPECT_EQ(DecodePolicy(blob, &q), BlobError::kMissingSummary);
   EXPECT_STRNE(ToString(BlobError::kMissingSummary), ToString(BlobError::kBadSection));
@@ -197,6 +201,39 @@ TEST(PolicyBlobTest, ShouldNeverAcceptRandomBytes) {
     }
     EXPECT_NE(DecodePolicy(bytes, &q), BlobError::kOk);
   }
+}
+
+}  // namespace
+}  // namespace chameleon::ipc
+
+namespace chameleon::ipc {
+namespace {
+
+// A 1.1 writer's summary is 56 bytes: it still decodes, with the 1.2 fields zero.
+TEST(PolicyBlobTest, ShouldDecodeTheShorterSummaryOfMinorOne) {
+  PolicySummary old{};
+  old.generation = 9;
+  old.lent_bytes = 77;  // not written: only the first 56 bytes go out
+  std::vector<std::uint8_t> payload(sizeof(PolicySectionHeader) + kPolicySummaryMinBytes);
+  const PolicySectionHeader section{static_cast<std::uint32_t>(PolicySection::kSummary), 0,
+                                    kPolicySummaryMinBytes};
+  std::memcpy(payload.data(), &section, sizeof(section));
+  std::memcpy(payload.data() + sizeof(section), &old, kPolicySummaryMinBytes);
+  PolicyBlobHeader h{};
+  h.magic = kPolicyBlobMagic;
+  h.major = kPolicyBlobMajor;
+  h.minor = 1;
+  h.header_bytes = sizeof(PolicyBlobHeader);
+  h.section_count = 1;
+  h.payload_bytes = payload.size();
+  h.crc32 = static_cast<std::uint32_t>(crc32_z(0, payload.data(), payload.size()));
+  std::vector<std::uint8_t> blob(sizeof(h));
+  std::memcpy(blob.data(), &h, sizeof(h));
+  blob.insert(blob.end(), payload.begin(), payload.end());
+  Policy q;
+  ASSERT_EQ(DecodePolicy(blob, &q), BlobError::kOk);
+  EXPECT_EQ(q.summary.generation, 9u);
+  EXPECT_EQ(q.summary.lent_bytes, 0u);
 }
 
 }  // namespace

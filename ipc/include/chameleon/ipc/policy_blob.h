@@ -63,8 +63,16 @@ struct PolicySummary {
   double predicted_iteration_s;
   double predicted_stall_s;
   std::uint64_t iteration_ops;  ///< ops per iteration the daemon detected
+  // --- since 1.2 (a 1.1 summary is 56 bytes; the reader zero-fills what follows) ---
+  /// Bytes of this client's GPU the daemon has lent to other clients: `device_limit_bytes` is
+  /// already lowered by them. Non-zero tells the shim to ask for them back
+  /// (SegmentHeader::reclaim_request_bytes) when it is short of memory.
+  std::uint64_t lent_bytes;
 };
-static_assert(sizeof(PolicySummary) == 56);
+/// The 1.0/1.1 summary: a shorter summary than this is malformed.
+inline constexpr std::size_t kPolicySummaryMinBytes = 56;
+static_assert(sizeof(PolicySummary) == 64);
+static_assert(offsetof(PolicySummary, lent_bytes) == kPolicySummaryMinBytes);
 
 /// Where swapped bytes go. Host (the process's local pinned memory) is the default; node
 /// placement fills the others. `SwapEntry::helper` names the peer GPU (by the RECEIVING client's
