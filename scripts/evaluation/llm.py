@@ -1,0 +1,202 @@
+"""LLM-scale rows of scripts/evaluate: model-shaped workloads (chameleon-train-sim --model) on an
+H-class machine preset at fractions of their peak, each against its transfer bound computed by
+`chameleon-bound` (policy::ComputeTransferBound, the one tested function) — unlimited, the safety
+net alone (policy off) and the daemon's policy, with the executor's per-iteration records
+(CHAMELEON_STATS_FILE) read for the steady state under the final policy generation."""
+import json
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+
+from . import runs
+
+PHASES_RE = re.compile(r"^phases forward (\S+) backward (\S+) optimizer (\S+)$")
+OPT_RE = re.compile(r"^optimizer-state (\d+)$")
+UNLIMITED = "4T"  # sparse simulated memory makes an unlimited device cheap (docs/simgpu.md)
+
+
+@dataclass
+class Case:
+    name: str             # the workload (model and shape), one plot line per name and machine
+    machine: str
+    args: list
+    fraction: float       # device limit = peak x fraction
+    steps: int = 24       # daemon run
+    off_steps: int = 3    # safety net alone; steady from the second step
+    window: int = 4       # daemon run: steady = the last `window` steps
+
+
+@dataclass
+class Row:
+    case: Case
+    ref: runs.Result = None
+    off: runs.Result = None
+    swap: runs.Result = None
+    plain: runs.Result = None
+    recompute: runs.Result = None  # --recompute at the limit, plain (no shim): does it fit?
+    limit: int = 0
+    forward_s: float = None
+    optimizer_bytes: int = 0
+    bound: dict = field(default_factory=dict)
+    steady: dict = field(default_factory=dict)  # stats-file figures under the final generation
+    reference: dict = field(default_factory=dict)  # "off"/"swap": unlimited checksum, same steps
+    notes: list = field(default_factory=list)
+
+
+FRACTIONS = (0.75, 0.5, 0.33, 0.25)  # limit / peak (1.0 is the unlimited run itself)
+
+
+def cases(quick):
+    """The grid: model-shaped workloads x machines x limit / peak. ~1-2 min of wall per point on
+    2 cores (the daemon's run dominates)."""
+    if quick:  # the code path only (scripts/test): a small shape, few steps
+        return [Case("GPT-2 XL B1 S256 (quick)", "h200-sxm",
+                     "--model gpt2-xl --micro-batch 1 --seq 256".split(), 0.5, steps=8)]
+    gpt2 = "--model gpt2-xl --micro-batch 8 --seq 1024".split()
+    llama = "--model llama2-7b --micro-batch 1 --seq 4096 --alloc expandable".split()
+    out = [Case("GPT-2 XL B8 S1024", m, gpt2, f) for m in ("h200-sxm", "a100-pcie4")
+           for f in FRACTIONS]
+    out += [Case("Llama-2 7B B1 S4096", "h200-sxm", llama, f, steps=16) for f in (0.5, 0.25)]
+    return out
+
+
+def machine_file(build, machine):
+    return os.path.join(build.root, "share", "chameleon", "machines", machine + ".yaml")
+
+
+def machine_figures(path):
+    """The two host-link figures of a preset (plain `key: value` lines of the machine YAML)."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"^(host_to_device_bandwidth|device_to_host_bandwidth):\s*(\S+)", line)
+            if m:
+                out[m.group(1)] = float(m.group(2))
+    return out
+
+
+def env_for(build, case, memory):
+    return {"LD_LIBRARY_PATH": build.simgpu_dir, "SIMGPU_MACHINE": case.machine,
+            "SIMGPU_MEMORY": str(memory),
+            "CHAMELEON_TOPOLOGY": machine_file(build, case.machine)}
+
+
+def argv(build, case, steps):
+    return [build.bin("chameleon-train-sim"), *case.args, "--steps", str(steps)]
+
+
+def shim(build, limit, stats, socket=None, policy=True):
+    env = {"LD_PRELOAD": build.shim, "CHAMELEON_DEVICE_LIMIT": str(limit),
+           "CHAMELEON_DEBUG": "stats", "CHAMELEON_STATS_FILE": stats,
+           "CHAMELEON_SOCKET": socket or os.path.join(tempfile.gettempdir(), "chameleon-none.sock")}
+    if not policy:
+        env["CHAMELEON_SWAP_POLICY"] = "off"
+    return env
+
+
+def read_stats(path):
+    try:
+        with open(path) as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError):
+        return []
+
+
+def steady(records, limit, peak):
+    """Per-iteration means over the iterations under the last generation in force (after its first
+    whole iteration), from the stats file's `iteration` records."""
+    its = [r for r in records if r.get("event") == "iteration"]
+    if not its:
+        return {}
+    last_gen = its[-1].get("generation_in_force", 0)
+    under = [r for r in its if r.get("generation_in_force") == last_gen][1:]
+    if not under:
+        return {"generation": last_gen, "iterations": 0}
+    c = [r["counters"] for r in under]
+    total = lambda k: sum(x.get(k, 0) for x in c)  # noqa: E731
+    ins = total("prefetches") + total("fault_ins")
+    return {"generation": last_gen, "iterations": len(under),
+            "ahead": total("prefetches") / ins if ins else None,
+            "fault_ins": total("fault_ins") / len(c), "evictions": total("evictions") / len(c),
+            "out_per_excess": total("swap_out_bytes") / len(c) / max(1, peak - limit),
+            "wait_s": total("swap_in_wait_ns") / len(c) / 1e9,
+            "predicted_s": total("predicted_stall_ns") / len(c) / 1e9}
+
+
+def bound(build, row, figures):
+    t = row.ref.times[-1]
+    cmd = [build.bin("chameleon-bound"), "--peak", str(row.ref.peak), "--limit", str(row.limit),
+           "--optimizer-bytes", str(row.optimizer_bytes),
+           "--out-bw", str(int(figures["device_to_host_bandwidth"])),
+           "--in-bw", str(int(figures["host_to_device_bandwidth"])),
+           "--unlimited-s", f"{t:.9f}", "--forward-s", f"{row.forward_s:.9f}"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        out = json.loads(p.stdout)
+    except ValueError:
+        return {"status": "error", "error": (p.stderr or p.stdout).strip()[-200:]}
+    out["command"] = " ".join(["chameleon-bound", *cmd[1:]])
+    return out
+
+
+def measure(cfg, case):
+    row = Row(case)
+    b = cfg.build
+    cfg.log(f"  {case.name}: unlimited")
+    row.ref = runs.run(argv(b, case, 3), env_for(b, case, UNLIMITED), cfg.timeout)
+    if not row.ref.ok:
+        row.notes.append(f"unlimited run failed (rc {row.ref.rc})")
+        return row
+    for line in row.ref.stdout.splitlines():
+        if (m := PHASES_RE.match(line)):
+            row.forward_s = float(m.group(1))
+        elif (m := OPT_RE.match(line)):
+            row.optimizer_bytes = int(m.group(1))
+    row.limit = int(row.ref.peak * case.fraction)
+    row.bound = bound(b, row, machine_figures(machine_file(b, case.machine)))
+    device = row.limit + (16 << 20)  # room for what passes through (contexts, small tensors)
+    cfg.log(f"  {case.name}: plain at {row.limit} B")
+    row.plain = runs.run(argv(b, case, 2), env_for(b, case, row.limit), cfg.timeout)
+    row.recompute = runs.run(argv(b, case, 2) + ["--recompute"], env_for(b, case, row.limit),
+                             cfg.timeout)
+    if not cfg.executor:
+        return row
+    with tempfile.TemporaryDirectory(prefix="chameleon-llm-") as tmp:
+        cfg.log(f"  {case.name}: policy off")
+        env = env_for(b, case, device)
+        env.update(shim(b, row.limit, os.path.join(tmp, "off.jsonl"), policy=False))
+        row.off = runs.run(argv(b, case, case.off_steps), env, cfg.timeout)
+        cfg.log(f"  {case.name}: Chameleon + daemon, {case.steps} steps")
+        stats = os.path.join(tmp, "swap.jsonl")
+        with runs.Daemon(b) as d:
+            env = env_for(b, case, device)
+            env.update(shim(b, row.limit, stats, d.socket))
+            row.swap = runs.run(argv(b, case, case.steps), env, cfg.timeout, runs.start_poller(d))
+            d.poll()
+            row.swap.daemon = d.last
+        row.steady = steady(read_stats(stats), row.limit, row.ref.peak)
+    for which in ("off", "swap"):
+        r = getattr(row, which)
+        if not r.ok:
+            row.notes.append(f"{which}: rc {r.rc}: {(r.oom_line() or r.stderr.strip()[-200:])}")
+    return row
+
+
+def identical(row, which):
+    """Same checksum as the unlimited run of the same number of steps (references())."""
+    r = getattr(row, which)
+    return r is not None and r.ok and r.checksum == row.reference.get(which)
+
+
+def references(cfg, rows):
+    """Unlimited checksums for the step counts the Chameleon runs used."""
+    for row in rows:
+        if not row.ref or not row.ref.ok:
+            continue
+        for which, steps in (("off", row.case.off_steps), ("swap", row.case.steps)):
+            r = (row.ref if steps == 3 else
+                 runs.run(argv(cfg.build, row.case, steps),
+                          env_for(cfg.build, row.case, UNLIMITED), cfg.timeout))
+            row.reference[which] = r.checksum if r.ok else None
