@@ -67,13 +67,19 @@ def machine_file(build, machine):
 
 
 def machine_figures(path):
-    """The two host-link figures of a preset (plain `key: value` lines of the machine YAML)."""
+    """The two host-link figures of a preset (plain `key: value` lines of the machine YAML); a
+    preset with one symmetric `host_link_bandwidth` (a100-pcie4) gives it to both directions."""
     out = {}
     with open(path) as f:
         for line in f:
-            m = re.match(r"^(host_to_device_bandwidth|device_to_host_bandwidth):\s*(\S+)", line)
+            m = re.match(r"^(host_to_device_bandwidth|device_to_host_bandwidth|"
+                         r"host_link_bandwidth):\s*(\S+)", line)
             if m:
                 out[m.group(1)] = float(m.group(2))
+    for key in ("host_to_device_bandwidth", "device_to_host_bandwidth"):
+        out.setdefault(key, out.get("host_link_bandwidth", 0.0))
+    if not out["host_to_device_bandwidth"] or not out["device_to_host_bandwidth"]:
+        raise ValueError(f"{path}: no host-link bandwidth")
     return out
 
 
@@ -155,7 +161,11 @@ def measure(cfg, case):
         elif (m := OPT_RE.match(line)):
             row.optimizer_bytes = int(m.group(1))
     row.limit = int(row.ref.peak * case.fraction)
-    row.bound = bound(b, row, machine_figures(machine_file(b, case.machine)))
+    try:
+        row.bound = bound(b, row, machine_figures(machine_file(b, case.machine)))
+    except (OSError, ValueError) as e:  # a row without its bound, said so, not a lost evaluation
+        row.bound = {"status": "error", "error": str(e)}
+        row.notes.append(f"no transfer bound: {e}")
     device = row.limit + (16 << 20)  # room for what passes through (contexts, small tensors)
     cfg.log(f"  {case.name}: plain at {row.limit} B")
     row.plain = runs.run(argv(b, case, 2), env_for(b, case, row.limit), cfg.timeout)
