@@ -41,6 +41,7 @@ class Row:
     optimizer_bytes: int = 0
     bound: dict = field(default_factory=dict)
     steady: dict = field(default_factory=dict)  # stats-file figures under the final generation
+    stable_at: int = None  # iterations done when a poll first saw STABLE
     reference: dict = field(default_factory=dict)  # "off"/"swap": unlimited checksum, same steps
     notes: list = field(default_factory=list)
 
@@ -186,6 +187,7 @@ def measure(cfg, case):
             row.swap = runs.run(argv(b, case, case.steps), env, cfg.timeout, runs.start_poller(d))
             d.poll()
             row.swap.daemon = d.last
+            row.stable_at = d.first_stable()
         row.steady = steady(read_stats(stats), row.limit, row.ref.peak)
     for which in ("off", "swap"):
         r = getattr(row, which)

@@ -39,15 +39,18 @@ def cell(v, fmt="{:.2f}"):
 
 
 def stable_at(row):
-    """The daemon's last reported stage for the client and the final generation in force."""
-    d = row.swap.daemon if row.swap is not None else {}
-    return d.get("stage"), row.steady.get("generation")
+    """'STABLE at iteration N' from the daemon's polled views (runs.Daemon.first_stable), and the
+    final generation in force (stats file)."""
+    if row.swap is None:
+        return None, None
+    return (f"STABLE at it. {row.stable_at}" if row.stable_at is not None else "never STABLE",
+            row.steady.get("generation"))
 
 
 def table(rows):
     h = ["| workload | machine | limit / peak | peak GB | plain | `--recompute` at the limit | "
          "step s: unlimited / policy off / Chameleon | T_b s | × unlimited: off / Chameleon / "
-         "T_b | of T_b: off / Chameleon | identical: off / Chameleon | daemon stage (generation) | "
+         "T_b | of T_b: off / Chameleon | identical: off / Chameleon | daemon (final generation) | "
          "steady: ahead, fault-ins, evictions | out / (peak − limit): off / Chameleon | "
          "wait / predicted ms | wall s/step: Chameleon |",
          "|" + "---|" * 16]

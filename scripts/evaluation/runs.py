@@ -133,6 +133,7 @@ class Daemon:
         self.socket = os.path.join(self.dir, "d.sock")
         self.proc = None
         self.last = {}
+        self.stages = []  # (iterations, stage) of every poll, in order
 
     def __enter__(self):
         log = open(os.path.join(self.dir, "daemon.log"), "w")
@@ -163,6 +164,12 @@ class Daemon:
         except OSError:
             return ""
 
+    def first_stable(self):
+        """Iterations the client had done when a poll first saw it STABLE (None: never). The
+        last view alone misleads: a program's epilogue (the trainer's checksum read-back, ~13k
+        copies) ends the loop and the daemon rightly goes back to WARMUP before the exit."""
+        return next((it for it, stage in self.stages if stage == "STABLE"), None)
+
     def poll(self):
         """Keeps the latest detailed view of client 1 (the run's only client)."""
         try:
@@ -174,6 +181,7 @@ class Daemon:
             try:
                 reply = json.loads(p.stdout)
                 self.last = reply.get("client", reply)
+                self.stages.append((self.last.get("iterations"), self.last.get("stage")))
             except ValueError:
                 pass
 
