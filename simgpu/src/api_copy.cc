@@ -15,12 +15,13 @@ enum class HostWait { kNever, kAlways, kIfHost, kIfPageable };
 struct Endpoint {
   Place place;
   int device = -1;
+  int numa = -1;  ///< pinned host memory's NUMA node; -1: local to the copying device
 };
 
 // `fallback`: the device charged for an unmapped VMM range (whose device is unknowable).
 Endpoint Where(CUdeviceptr p, int fallback) {
   Endpoint e;
-  e.place = TheDriver()->registry.Classify(p, &e.device);
+  e.place = TheDriver()->registry.Classify(p, &e.device, &e.numa);
   if (e.device < 0) e.device = fallback;
   return e;
 }
@@ -30,6 +31,18 @@ bool OnDevice(const Endpoint& e) {
 }
 
 Device* Dev(int i) { return TheDriver()->devices[static_cast<std::size_t>(i)].get(); }
+
+int DeviceNuma(int i) { return TheDriver()->config.numa_node[static_cast<std::size_t>(i)]; }
+
+// Host memory on another NUMA node than the device's: the copy also crosses the inter-socket
+// link from `from` to `to`, shared with every other copy crossing it (docs/simgpu.md).
+void CrossSocket(int from, int to, OpCost* c) {
+  const double bw = TheDriver()->config.numa_link_bandwidth;
+  Link* link = from >= 0 && bw > 0 ? NumaLink(from, to) : nullptr;
+  if (!link) return;
+  c->link2 = link;
+  c->bandwidth2 = bw;
+}
 
 // Picks the link and bandwidth that a copy of n bytes from src to dst uses (docs/simgpu.md).
 OpCost CopyCost(const Endpoint& dst, const Endpoint& src, std::size_t n) {
@@ -57,9 +70,11 @@ OpCost CopyCost(const Endpoint& dst, const Endpoint& src, std::size_t n) {
   } else if (OnDevice(dst)) {
     c.bandwidth = pageable ? h2d / 2 : h2d;
     c.link = &Dev(dst.device)->h2d;
+    CrossSocket(src.numa, DeviceNuma(dst.device), &c);
   } else if (OnDevice(src)) {
     c.bandwidth = pageable ? d2h / 2 : d2h;
     c.link = &Dev(src.device)->d2h;
+    if (dst.numa >= 0) CrossSocket(DeviceNuma(src.device), dst.numa, &c);
   } else {
     c.bandwidth = h2d;  // host to host: a memcpy at roughly host-link speed
   }

@@ -4,6 +4,7 @@
 
 #include "api.h"
 #include "init.h"
+#include "visible_devices.h"
 
 using namespace chameleon::simgpu;
 
@@ -60,8 +61,8 @@ int AttributeValue(CUdevice_attribute a, const Device& dev) {
       return 1;
     case CU_DEVICE_ATTRIBUTE_ECC_ENABLED:
       return 1;
-    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
-      return 0x18 + dev.ordinal;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:  // the node device's: the same in every process
+      return 0x18 + dev.node_index;
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
       return 0;
     case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
@@ -95,7 +96,7 @@ int AttributeValue(CUdevice_attribute a, const Device& dev) {
     case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD:
       return 0;
     case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID:
-      return dev.ordinal;
+      return dev.node_index;
     case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
       return 1;
     case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM:
@@ -197,9 +198,8 @@ static CUresult DeviceUuid(CUuuid* uuid, CUdevice device) {
   Device* dev = nullptr;
   SIMGPU_TRY(GetDevice(device, &dev));
   if (!uuid) return CUDA_ERROR_INVALID_VALUE;
-  std::memset(uuid->bytes, 0, sizeof uuid->bytes);
-  std::memcpy(uuid->bytes, "simgpu", 6);
-  uuid->bytes[15] = static_cast<char>(device);
+  const auto bytes = NodeDeviceUuid(dev->node_index);  // the node device's, as CVD names it
+  std::memcpy(uuid->bytes, bytes.data(), sizeof uuid->bytes);
   return CUDA_SUCCESS;
 }
 
@@ -220,7 +220,7 @@ SIMGPU_API CUresult cuDeviceGetPCIBusId(char* id, int len, CUdevice device) try 
   Device* dev = nullptr;
   SIMGPU_TRY(GetDevice(device, &dev));
   if (!id || len <= 0) return CUDA_ERROR_INVALID_VALUE;
-  std::snprintf(id, static_cast<std::size_t>(len), "0000:%02x:00.0", 0x18 + device);
+  std::snprintf(id, static_cast<std::size_t>(len), "0000:%02x:00.0", 0x18 + dev->node_index);
   return CUDA_SUCCESS;
 }
 SIMGPU_CATCH

@@ -78,7 +78,7 @@ CUresult FreeAsync(CUdeviceptr ptr, CUstream h, bool pt) {
   OpSpec op;
   if (pool) {
     // Reusable by later allocations on s from now on; the free uncharges what is left over.
-    const std::uint64_t id = pool->AddPending(dev, s, r.charged);
+    const std::uint64_t id = pool->AddPending(dev, s, r.charged, r.epoch);
     op.work = [r, dev, pool, id] {
       munmap(reinterpret_cast<void*>(r.base), r.size);
       pool->CompletePending(dev, id);
@@ -93,7 +93,7 @@ CUresult FreeAsync(CUdeviceptr ptr, CUstream h, bool pt) {
   dev->pending_plain_free.fetch_add(r.charged);
   op.work = [r, dev] {
     munmap(reinterpret_cast<void*>(r.base), r.size);
-    dev->Uncharge(r.charged);
+    dev->Uncharge(r.charged, r.epoch);
     dev->pending_plain_free.fetch_sub(r.charged);
     dev->pending_free.fetch_sub(r.charged);
   };
@@ -110,6 +110,10 @@ CUresult HostAlloc(void** pp, std::size_t bytes) {
   r.size = bytes;
   r.kind = RangeKind::kPinnedHost;
   r.charged = bytes;
+  // The pages land on the NUMA node of the allocating thread, which a CUDA program keeps near
+  // its current device: that device's node (without a context, local to whoever copies).
+  if (Context* ctx = CurrentContextSlot())
+    r.numa = TheDriver()->config.numa_node[static_cast<std::size_t>(ctx->device->ordinal)];
   TheDriver()->registry.Add(r);
   AddPinned(bytes);
   *pp = p;
@@ -128,7 +132,7 @@ CUresult AllocDevice(Device* dev, std::size_t bytes, MemPool* pool, CUdeviceptr*
   if (!ok) return CUDA_ERROR_OUT_OF_MEMORY;
   void* p = MapSparse(charge);
   if (p == MAP_FAILED) {
-    dev->Uncharge(charge);
+    dev->Uncharge(charge, ChargeEpoch());
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   Range r;
@@ -137,6 +141,7 @@ CUresult AllocDevice(Device* dev, std::size_t bytes, MemPool* pool, CUdeviceptr*
   r.kind = RangeKind::kDevice;
   r.device = dev->ordinal;
   r.charged = charge;
+  r.epoch = ChargeEpoch();
   r.async = pool != nullptr;
   r.pool = pool;
   if (pool) RaiseMax(pool->used_high, pool->used.fetch_add(charge) + charge);
@@ -153,7 +158,7 @@ CUresult FreeDevice(CUdeviceptr ptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   munmap(reinterpret_cast<void*>(r.base), r.size);
-  TheDriver()->devices[static_cast<std::size_t>(r.device)]->Uncharge(r.charged);
+  TheDriver()->devices[static_cast<std::size_t>(r.device)]->Uncharge(r.charged, r.epoch);
   if (auto* pool = static_cast<MemPool*>(r.pool)) pool->used.fetch_sub(r.charged);
   return CUDA_SUCCESS;
 }
@@ -199,7 +204,10 @@ SIMGPU_API CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total) try {
   SIMGPU_TRY(CurrentDevice(&dev));
   if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
   *total = dev->capacity;
-  *free_bytes = dev->capacity - std::min<std::uint64_t>(dev->live.load(), dev->capacity);
+  // A node's other processes hold part of the device too (SIMGPU_NODE); what a killed one held
+  // is free again.
+  if (dev->ledger) dev->ledger->ReclaimStale();
+  *free_bytes = dev->capacity - std::min<std::uint64_t>(dev->InUse(), dev->capacity);
   return CUDA_SUCCESS;
 }
 SIMGPU_CATCH

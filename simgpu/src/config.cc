@@ -120,6 +120,7 @@ void ApplyMachineKeys(const YAML::Node& root, const std::string& text, Config* c
   if (root["device_to_host_bandwidth"])
     c->device_to_host_bandwidth = Positive(root, "device_to_host_bandwidth");
   if (root["peer_link_bandwidth"]) c->peer_link_bandwidth = Positive(root, "peer_link_bandwidth");
+  if (root["numa_link_bandwidth"]) c->numa_link_bandwidth = Positive(root, "numa_link_bandwidth");
   ApplyThroughput(root, {"peak_flops", "bf16_dense_peak_flops", "gemm_achieved_fraction",
                          &c->peak_flops, &c->gemm_peak_flops, &c->gemm_fraction});
   ApplyThroughput(root, {"hbm_bandwidth", "hbm_peak_bandwidth", "hbm_achieved_fraction",
@@ -135,6 +136,9 @@ void ApplyMachineKeys(const YAML::Node& root, const std::string& text, Config* c
 
 void Resize(Config* c) {
   const auto n = static_cast<std::size_t>(c->device_count);
+  c->node_device_count = c->device_count;
+  c->node_index.resize(n);
+  for (std::size_t i = 0; i < n; ++i) c->node_index[i] = static_cast<int>(i);
   c->memory_bytes.assign(n, c->device_memory);
   c->numa_node.assign(n, 0);
   for (std::size_t i = 0; i < n && !c->gpu_numa_nodes.empty(); ++i)
@@ -204,6 +208,7 @@ std::string Load(Config* c) {
     c->device_count = static_cast<int>(n);
   }
   if (const char* r = std::getenv("SIMGPU_REPORT")) c->report = r[0] == '1';
+  if (const char* node = std::getenv("SIMGPU_NODE"); node && *node) c->node_name = node;
   const char* t = std::getenv("SIMGPU_TOPOLOGY");
   YAML::Node topology;
   try {

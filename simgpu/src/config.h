@@ -17,7 +17,11 @@ inline constexpr std::uint64_t kGiB = 1ull << 30;
 /// SIMGPU_TOPOLOGY and the variables override it. docs/simgpu.md "Machines". Plain value type.
 struct Config {
   std::string machine;              ///< the preset's `machine` key (SIMGPU_TOPOLOGY may rename it)
-  int device_count = 1;             ///< SIMGPU_DEVICES: devices this process sees
+  int device_count = 1;             ///< devices this process sees (SIMGPU_DEVICES, narrowed
+                                    ///< by CUDA_VISIBLE_DEVICES: visible_devices.h)
+  int node_device_count = 1;        ///< SIMGPU_DEVICES: devices of the simulated node
+  std::vector<int> node_index;      ///< per ordinal: its node device (identity without CVD)
+  std::string node_name;            ///< SIMGPU_NODE: the node-wide ledger's name ("" = none)
   int gpus_per_node = 0;            ///< GPUs of the modelled node (informational; not device_count)
   std::uint64_t device_memory = 0;  ///< capacity of each device unless SIMGPU_MEMORY
   std::vector<std::uint64_t> memory_bytes;     ///< per device
@@ -29,6 +33,7 @@ struct Config {
   double host_to_device_bandwidth = 0;  ///< bytes/s, per device, achieved
   double device_to_host_bandwidth = 0;  ///< bytes/s, per device, achieved
   double peer_link_bandwidth = 0;       ///< bytes/s per direction of each default peer link
+  double numa_link_bandwidth = 0;       ///< bytes/s per direction between two host NUMA nodes
   double peak_flops = 0;                ///< achieved GEMM throughput (peak x fraction or a fit)
   double hbm_bandwidth = 0;             ///< achieved HBM bytes/s (peak x fraction or a fit)
   double gemm_peak_flops = 0;           ///< bf16 dense peak (0: peak_flops was given directly)
@@ -52,7 +57,8 @@ struct Config {
 /// "2G" = 2 * 10^9). False on 0 and on anything the grammar rejects.
 bool ParseSize(std::string_view text, std::uint64_t* out);
 
-/// Builds the configuration from the environment. Returns "" on success, else a message that
+/// Builds the configuration of the node (every node device; ApplyVisibleDevices then narrows it
+/// to this process's) from the environment. Returns "" on success, else a message that
 /// names the offending variable; `out` is then unusable (cuInit fails).
 std::string LoadConfig(Config* out);
 

@@ -10,6 +10,7 @@ namespace {
 
 std::atomic<Driver*> g_driver{nullptr};
 std::atomic<std::uint64_t> g_host_call_ns{1000};
+std::atomic<std::uint32_t> g_charge_epoch{0};
 
 void RaiseMax(std::atomic<std::uint64_t>& peak, std::uint64_t v) {
   std::uint64_t cur = peak.load(std::memory_order_relaxed);
@@ -19,21 +20,48 @@ void RaiseMax(std::atomic<std::uint64_t>& peak, std::uint64_t v) {
 
 }  // namespace
 
-std::uint64_t Link::Schedule(std::uint64_t start, double bytes, double bandwidth,
-                             std::uint64_t prune_before) {
-  std::lock_guard lock(mu_);
+std::uint64_t Link::SharersLocked(std::uint64_t start, std::uint64_t prune_before) {
   std::erase_if(busy_, [&](const auto& b) { return b.second <= prune_before; });
   std::uint64_t sharing = 1;
   for (const auto& [s, e] : busy_)
     if (s <= start && start < e) ++sharing;
-  const auto d = static_cast<std::uint64_t>(
-      std::llround(bytes * static_cast<double>(sharing) / bandwidth * 1e9));
-  busy_.emplace_back(start, start + d);
+  return sharing;
+}
+
+void Link::RecordLocked(std::uint64_t start, std::uint64_t duration) {
+  busy_.emplace_back(start, start + duration);
   if (busy_.size() > 4096) busy_.pop_front();  // bound memory if the host clock never advances
+}
+
+std::uint64_t Link::Schedule(std::uint64_t start, double bytes, double bandwidth,
+                             std::uint64_t prune_before) {
+  std::lock_guard lock(mu_);
+  const auto sharing = static_cast<double>(SharersLocked(start, prune_before));
+  const auto d = static_cast<std::uint64_t>(std::llround(bytes * sharing / bandwidth * 1e9));
+  RecordLocked(start, d);
+  return d;
+}
+
+std::uint64_t Link::ScheduleOnTwo(Link& a, double bandwidth_a, Link& b, double bandwidth_b,
+                                  std::uint64_t start, double bytes, std::uint64_t prune_before) {
+  std::scoped_lock lock(a.mu_, b.mu_);
+  const double share_a = bandwidth_a / static_cast<double>(a.SharersLocked(start, prune_before));
+  const double share_b = bandwidth_b / static_cast<double>(b.SharersLocked(start, prune_before));
+  const auto d = static_cast<std::uint64_t>(std::llround(bytes / std::min(share_a, share_b) * 1e9));
+  a.RecordLocked(start, d);
+  b.RecordLocked(start, d);
   return d;
 }
 
 bool Device::Charge(std::uint64_t bytes) {
+  if (ledger) {
+    // A full node device may hold a killed process's bytes: return them and try once more.
+    if (!ledger->Charge(node_index, bytes) &&
+        (ledger->ReclaimStale() == 0 || !ledger->Charge(node_index, bytes)))
+      return false;
+    RaiseMax(peak, live.fetch_add(bytes, std::memory_order_acq_rel) + bytes);
+    return true;
+  }
   std::uint64_t cur = live.load(std::memory_order_relaxed);
   do {
     if (bytes > capacity || cur > capacity - bytes) return false;
@@ -42,7 +70,24 @@ bool Device::Charge(std::uint64_t bytes) {
   return true;
 }
 
-void Device::Uncharge(std::uint64_t bytes) { live.fetch_sub(bytes, std::memory_order_acq_rel); }
+void Device::Uncharge(std::uint64_t bytes, std::uint32_t epoch) {
+  live.fetch_sub(bytes, std::memory_order_acq_rel);
+  if (ledger && epoch == ChargeEpoch()) ledger->Release(node_index, bytes);
+}
+
+std::uint32_t ChargeEpoch() { return g_charge_epoch.load(std::memory_order_relaxed); }
+void BeginChargeEpochInForkChild() { g_charge_epoch.fetch_add(1, std::memory_order_relaxed); }
+
+std::uint64_t Device::InUse() const {
+  return ledger ? ledger->Used(node_index) : live.load(std::memory_order_acquire);
+}
+
+Link* NumaLink(int from, int to) {
+  Driver* d = TheDriver();
+  if (from == to || from < 0 || to < 0 || from >= d->numa_count || to >= d->numa_count)
+    return nullptr;
+  return &d->numa_links[static_cast<std::size_t>(from * d->numa_count + to)];
+}
 
 void AddPinned(std::uint64_t bytes) {
   Driver* d = TheDriver();

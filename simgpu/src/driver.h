@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config.h"
+#include "node_ledger.h"
 #include "registry.h"
 
 namespace chameleon::simgpu {
@@ -45,8 +46,18 @@ class Link {
   /// Duration in ns of moving `bytes` starting at virtual time `start`; records the transfer.
   std::uint64_t Schedule(std::uint64_t start, double bytes, double bandwidth,
                          std::uint64_t prune_before);
+  /// Like Schedule for a transfer that crosses two links in turn (a device reading host memory
+  /// of another NUMA node: the host link, then the inter-socket one): it runs at the slower of
+  /// its fair shares of the two and is recorded on both.
+  static std::uint64_t ScheduleOnTwo(Link& a, double bandwidth_a, Link& b, double bandwidth_b,
+                                     std::uint64_t start, double bytes, std::uint64_t prune_before);
 
  private:
+  /// With mu_ held: drops transfers ended by `prune_before`; counts those in flight at `start`
+  /// plus the new one.
+  std::uint64_t SharersLocked(std::uint64_t start, std::uint64_t prune_before);
+  void RecordLocked(std::uint64_t start, std::uint64_t duration);
+
   std::mutex mu_;
   std::deque<std::pair<std::uint64_t, std::uint64_t>> busy_;  // [start, end) of scheduled copies
 };
@@ -56,7 +67,9 @@ struct Context;
 /// A simulated GPU. Thread-safe: counters are atomics, links lock internally.
 struct Device {
   int ordinal = 0;
+  int node_index = 0;  ///< which device of the simulated node (CUDA_VISIBLE_DEVICES)
   std::uint64_t capacity = 0;
+  NodeLedger* ledger = nullptr;  ///< SIMGPU_NODE: capacity is charged node-wide there
   std::atomic<std::uint64_t> live{0};
   std::atomic<std::uint64_t> peak{0};
   std::atomic<std::uint64_t> pending_free{0};        ///< cuMemFreeAsync bytes not yet executed
@@ -66,9 +79,14 @@ struct Device {
   Link h2d, d2h;
   std::unique_ptr<Link[]> peer_out;  ///< indexed by destination device
 
-  /// Reserves `bytes` of capacity; false (nothing charged) if it would exceed the capacity.
+  /// Reserves `bytes` of capacity; false (nothing charged) if it would exceed the capacity (of
+  /// the node device, shared with the node's other processes, with a ledger).
   bool Charge(std::uint64_t bytes);
-  void Uncharge(std::uint64_t bytes);
+  /// Gives back `bytes` charged in `epoch` (ChargeEpoch() then): memory a fork child inherited
+  /// stays charged to its parent in the node ledger, which still holds it.
+  void Uncharge(std::uint64_t bytes, std::uint32_t epoch);
+  /// Bytes of the device in use: by this process, or with a ledger by the whole node.
+  std::uint64_t InUse() const;
 };
 
 inline constexpr std::uint32_t kContextMagic = 0x43545843u;
@@ -96,6 +114,11 @@ struct Driver {
   Config config;
   std::vector<std::unique_ptr<Device>> devices;
   Registry registry;
+  std::unique_ptr<NodeLedger> ledger;  ///< SIMGPU_NODE, else null
+  /// Inter-socket links, [from * numa_count + to] (from != to): host memory of NUMA node `from`
+  /// read by a device on node `to` crosses numa_links[from][to].
+  std::unique_ptr<Link[]> numa_links;
+  int numa_count = 0;
   std::atomic<std::uint64_t> pinned_live{0};
   std::atomic<std::uint64_t> pinned_peak{0};
 };
@@ -112,6 +135,11 @@ std::uint64_t HostCallNs();
 Context*& CurrentContextSlot();
 /// Current context for an API call: NOT_INITIALIZED / INVALID_CONTEXT / the sticky error.
 CUresult CurrentContext(Context** out);
+/// Which process a charge was made in: 0, plus one in each fork child (init.cc). Lock-free.
+std::uint32_t ChargeEpoch();
+void BeginChargeEpochInForkChild();
+/// The inter-socket link from host NUMA node `from` to `to`, or null (same node, unknown node).
+Link* NumaLink(int from, int to);
 /// Validates a device ordinal after init.
 CUresult GetDevice(CUdevice dev, Device** out);
 /// Validates a context handle (null = current).

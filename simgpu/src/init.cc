@@ -15,6 +15,7 @@
 #include "fault_guard.h"
 #include "fault_hook.h"
 #include "stream.h"
+#include "visible_devices.h"
 
 namespace chameleon::simgpu {
 namespace {
@@ -62,6 +63,10 @@ void ForkRelease(bool child) {
   for (auto& dev : d->devices) dev->primary->mu.unlock();
   if (child) {
     d->registry.ResetLockInForkChild();
+    // The child is another process of the node: it charges through a slot of its own, and what
+    // it inherited stays charged to its parent (which still holds it).
+    BeginChargeEpochInForkChild();
+    if (d->ledger) d->ledger->ReattachInChild();
   } else {
     d->registry.UnlockAfterFork();
   }
@@ -72,12 +77,17 @@ void ForkRelease(bool child) {
 void ForkParent() { ForkRelease(false); }
 void ForkChild() { ForkRelease(true); }
 
-Driver* Build(const Config& cfg) {
+Driver* Build(const Config& cfg, std::unique_ptr<NodeLedger> ledger) {
   auto* d = new Driver;
   d->config = cfg;
+  d->ledger = std::move(ledger);
+  d->numa_count = static_cast<int>(cfg.host_numa_bytes.size());
+  d->numa_links = std::make_unique<Link[]>(cfg.host_numa_bytes.size() * cfg.host_numa_bytes.size());
   for (int i = 0; i < cfg.device_count; ++i) {
     auto dev = std::make_unique<Device>();
     dev->ordinal = i;
+    dev->node_index = cfg.node_index[static_cast<std::size_t>(i)];
+    dev->ledger = d->ledger.get();
     dev->capacity = cfg.memory_bytes[static_cast<std::size_t>(i)];
     dev->peer_out = std::make_unique<Link[]>(static_cast<std::size_t>(cfg.device_count));
     auto* ctx = new Context;
@@ -111,6 +121,19 @@ void RaiseDescriptorLimit() {
   setrlimit(RLIMIT_NOFILE, &raised);
 }
 
+// The configuration as this process sees it, and its node ledger (SIMGPU_NODE). "" or the
+// message of cuInit's error line; `*no_device` for an empty CUDA_VISIBLE_DEVICES.
+std::string Configure(Config* cfg, std::unique_ptr<NodeLedger>* ledger, bool* no_device) {
+  std::string error = LoadConfig(cfg);
+  if (error.empty()) error = LoadFaultHook();
+  if (!error.empty()) return error;
+  // Every process of a node agrees on all node devices, whichever of them it sees.
+  const NodeLedger::Identity node{cfg->machine, cfg->memory_bytes};
+  if (error = ApplyVisibleDevices(cfg, no_device); !error.empty()) return error;
+  if (!cfg->node_name.empty()) error = NodeLedger::Open(cfg->node_name, node, ledger);
+  return error;
+}
+
 }  // namespace
 
 CUresult InitDriver() {
@@ -118,15 +141,15 @@ CUresult InitDriver() {
   static CUresult result = CUDA_SUCCESS;
   std::call_once(once, [] {
     Config cfg;
-    std::string error = LoadConfig(&cfg);
-    if (error.empty()) error = LoadFaultHook();
-    if (!error.empty()) {
+    std::unique_ptr<NodeLedger> ledger;
+    bool no_device = false;
+    if (std::string error = Configure(&cfg, &ledger, &no_device); !error.empty()) {
       std::fprintf(stderr, "simgpu: cuInit failed: %s\n", error.c_str());
-      result = CUDA_ERROR_INVALID_VALUE;
+      result = no_device ? CUDA_ERROR_NO_DEVICE : CUDA_ERROR_INVALID_VALUE;
       return;
     }
     RaiseDescriptorLimit();
-    InstallDriver(Build(cfg), cfg.host_call_ns);
+    InstallDriver(Build(cfg, std::move(ledger)), cfg.host_call_ns);
     pthread_atfork(ForkPrepare, ForkParent, ForkChild);
     if (cfg.report) std::atexit(ReportAtExit);
   });

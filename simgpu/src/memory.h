@@ -21,6 +21,7 @@ struct PendingFree {
   std::uint64_t seq = 0;     ///< the free's position in the stream's queue (0 until published)
   std::uint64_t vtime = 0;   ///< virtual time at which the stream reaches the free
   std::uint64_t bytes = 0;   ///< charged bytes not yet taken over by a later allocation
+  std::uint32_t epoch = 0;   ///< ChargeEpoch() of the freed allocation's charge
   bool published = false;    ///< false while cuMemFreeAsync is still submitting the free
 };
 
@@ -35,7 +36,7 @@ struct MemPool {
   std::atomic<std::uint64_t> used_high{0};
 
   /// Records a pending free of `bytes` on `s` (not reusable until Publish). Returns its id.
-  std::uint64_t AddPending(Device* dev, Stream* s, std::uint64_t bytes);
+  std::uint64_t AddPending(Device* dev, Stream* s, std::uint64_t bytes, std::uint32_t epoch);
   /// Makes a pending free reusable once it is in `s`'s queue at `seq` (ends at `vtime`).
   void Publish(std::uint64_t id, std::uint64_t seq, std::uint64_t vtime);
   /// The stream reached the free: uncharges whatever no allocation took over. Idempotent.

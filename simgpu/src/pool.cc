@@ -21,12 +21,14 @@ std::vector<MemPool*>* g_pools = new std::vector<MemPool*>;  // created pools; n
 
 }  // namespace
 
-std::uint64_t MemPool::AddPending(Device* dev, Stream* s, std::uint64_t bytes) {
+std::uint64_t MemPool::AddPending(Device* dev, Stream* s, std::uint64_t bytes,
+                                  std::uint32_t epoch) {
   std::lock_guard lock(mu_);
   PendingFree f;
   f.id = next_id_++;
   f.stream = s;
   f.bytes = bytes;
+  f.epoch = epoch;
   pending_.push_back(f);
   dev->pending_free.fetch_add(bytes);
   return f.id;
@@ -47,7 +49,7 @@ void MemPool::CompletePending(Device* dev, std::uint64_t id) {
   std::lock_guard lock(mu_);
   auto it = std::find_if(pending_.begin(), pending_.end(), [&](auto& f) { return f.id == id; });
   if (it == pending_.end()) return;  // fully taken over, or a replayed graph node
-  dev->Uncharge(it->bytes);
+  dev->Uncharge(it->bytes, it->epoch);
   used.fetch_sub(it->bytes);
   dev->pending_free.fetch_sub(it->bytes);
   pending_.erase(it);

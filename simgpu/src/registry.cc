@@ -29,7 +29,7 @@ std::optional<Range> Registry::Find(std::uintptr_t addr) const {
   return it->second;
 }
 
-Place Registry::Classify(std::uintptr_t addr, int* device) const {
+Place Registry::Classify(std::uintptr_t addr, int* device, int* numa) const {
   auto r = Find(addr);
   if (!r) return Place::kPageableHost;
   switch (r->kind) {
@@ -37,12 +37,16 @@ Place Registry::Classify(std::uintptr_t addr, int* device) const {
       *device = r->device;
       return Place::kDevice;
     case RangeKind::kPinnedHost:
+      if (numa) *numa = r->numa;
       return Place::kPinnedHost;
     case RangeKind::kReservation:
       break;
   }
   Location loc = r->reservation->LocationAt(addr - r->base);
-  if (loc.mapped && loc.host) return Place::kPinnedHost;
+  if (loc.mapped && loc.host) {
+    if (numa) *numa = loc.numa;
+    return Place::kPinnedHost;
+  }
   *device = loc.device;
   return loc.mapped ? Place::kDevice : Place::kUnmappedDevice;
 }

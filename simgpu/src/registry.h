@@ -24,7 +24,9 @@ struct Range {
   std::size_t size = 0;
   RangeKind kind = RangeKind::kDevice;
   int device = -1;                     ///< owning device for kDevice
+  int numa = -1;                       ///< kPinnedHost: its NUMA node (-1: local to any device)
   std::size_t charged = 0;             ///< bytes charged against capacity
+  std::uint32_t epoch = 0;             ///< ChargeEpoch() of the charge
   Reservation* reservation = nullptr;  ///< for kReservation
   bool async = false;                  ///< allocated stream-ordered (cuMemAllocAsync)
   bool external = false;               ///< cuMemHostRegister: memory the caller owns
@@ -42,8 +44,9 @@ class Registry {
   bool Remove(std::uintptr_t base, Range* removed);
   /// The range containing `addr`, if any.
   std::optional<Range> Find(std::uintptr_t addr) const;
-  /// Classifies `addr`; `device` receives the device for kDevice / kUnmappedDevice.
-  Place Classify(std::uintptr_t addr, int* device) const;
+  /// Classifies `addr`; `device` receives the device for kDevice / kUnmappedDevice, `numa` (if
+  /// given) the NUMA node of pinned host memory (-1 when it is local to whichever device copies).
+  Place Classify(std::uintptr_t addr, int* device, int* numa = nullptr) const;
   /// Held across fork() so that the child never inherits it locked.
   void LockForFork() { mu_.lock(); }
   void UnlockAfterFork() { mu_.unlock(); }

@@ -10,7 +10,8 @@ Location Reservation::LocationAt(std::size_t offset) {
   if (it == maps.begin()) return {};
   --it;
   if (offset - it->first >= it->second.size) return {};
-  return Location{true, it->second.chunk->host, it->second.chunk->device};
+  const Chunk& c = *it->second.chunk;
+  return Location{true, c.host, c.device, c.numa};
 }
 
 bool Reservation::PiecesIn(std::size_t offset, std::size_t len, std::vector<Piece>* out) {

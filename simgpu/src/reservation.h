@@ -27,7 +27,9 @@ struct Chunk {
   std::size_t size = 0;
   bool host = false;          ///< CU_MEM_LOCATION_TYPE_HOST(_NUMA): pinned host memory
   int device = -1;            ///< device ordinal (or NUMA id when host)
+  int numa = -1;              ///< host: CU_MEM_LOCATION_TYPE_HOST_NUMA's node, -1 for the others
   std::uint64_t charged = 0;  ///< device bytes charged (0 for imported or host chunks)
+  std::uint32_t epoch = 0;    ///< ChargeEpoch() of the charge
   CUmemAllocationProp prop{};
   std::atomic<int> refs{1};  ///< the handle + one per mapping
 };
@@ -37,6 +39,7 @@ struct Location {
   bool mapped = false;
   bool host = false;
   int device = -1;
+  int numa = -1;  ///< host: the chunk's NUMA node, -1 local to whichever device copies
 };
 
 /// A cuMemAddressReserve range. Thread-safe (mu guards `maps`).

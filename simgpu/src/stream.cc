@@ -77,10 +77,15 @@ CUresult Stream::Submit(OpSpec op) {
     case OpCost::Kind::kCopy:
       duration = cfg.copy_latency_ns;
       if (op.cost.bandwidth > 0) {
-        duration +=
-            op.cost.link
-                ? op.cost.link->Schedule(start, op.cost.bytes, op.cost.bandwidth, now)
-                : static_cast<std::uint64_t>(std::llround(op.cost.bytes / op.cost.bandwidth * 1e9));
+        if (op.cost.link && op.cost.link2) {
+          duration += Link::ScheduleOnTwo(*op.cost.link, op.cost.bandwidth, *op.cost.link2,
+                                          op.cost.bandwidth2, start, op.cost.bytes, now);
+        } else {
+          duration += op.cost.link
+                          ? op.cost.link->Schedule(start, op.cost.bytes, op.cost.bandwidth, now)
+                          : static_cast<std::uint64_t>(
+                                std::llround(op.cost.bytes / op.cost.bandwidth * 1e9));
+        }
       }
       break;
     case OpCost::Kind::kNone:

@@ -26,6 +26,8 @@ struct OpCost {
   double bytes = 0;       ///< copy: bytes moved over `link`
   double bandwidth = 0;   ///< copy: link bandwidth in bytes/s
   Link* link = nullptr;   ///< copy: shared link (null = private, e.g. on-device memset)
+  Link* link2 = nullptr;  ///< copy: a second link it also crosses (inter-socket), or null
+  double bandwidth2 = 0;  ///< copy: link2's bandwidth in bytes/s
 };
 
 /// One unit of stream work. `work` runs on the stream's worker under the fault guard; if it

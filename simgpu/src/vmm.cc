@@ -33,7 +33,7 @@ void DropRef(Chunk* c) {
   if (c->host)
     SubPinned(c->charged);
   else
-    TheDriver()->devices[static_cast<std::size_t>(c->device)]->Uncharge(c->charged);
+    TheDriver()->devices[static_cast<std::size_t>(c->device)]->Uncharge(c->charged, c->epoch);
   // The Chunk struct itself is kept (magic already 0) so stale handles stay detectable.
 }
 
@@ -45,7 +45,14 @@ Reservation* FindReservation(CUdeviceptr ptr, std::size_t size) {
   return r->reservation;
 }
 
-// Device recorded in a memfd's name ("simgpu-dev3" / "simgpu-host0"), for imported handles.
+// This process's ordinal for node device `node` (the exporter may see other ordinals), else 0.
+int OrdinalOfNodeDevice(int node) {
+  for (const auto& dev : TheDriver()->devices)
+    if (dev->node_index == node) return dev->ordinal;
+  return 0;
+}
+
+// Node device recorded in a memfd's name ("simgpu-dev3" / "simgpu-host0"), for imported handles.
 void ParseMemfdName(int fd, Chunk* c) {
   char path[64];
   char target[128] = {};
@@ -54,10 +61,11 @@ void ParseMemfdName(int fd, Chunk* c) {
   if (n <= 0) return;
   int id = 0;
   if (std::sscanf(target, "/memfd:simgpu-dev%d", &id) == 1) {
-    c->device = id;
+    c->device = OrdinalOfNodeDevice(id);
   } else if (std::sscanf(target, "/memfd:simgpu-host%d", &id) == 1) {
     c->host = true;
     c->device = id;
+    c->numa = id >= 0 && id < TheDriver()->numa_count ? id : -1;
   }
 }
 
@@ -139,12 +147,21 @@ CUresult VmmCreate(CUmemGenericAllocationHandle* handle, std::size_t size,
   if (!host && (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || prop->location.id < 0 ||
                 prop->location.id >= static_cast<int>(d->devices.size())))
     return CUDA_ERROR_INVALID_DEVICE;
+  // Host NUMA memory must be on a node the machine has; its node then decides which copies cross
+  // the inter-socket link. CU_MEM_LOCATION_TYPE_HOST(_NUMA_CURRENT) is local to the copier.
+  const bool numa = prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  if (numa && (prop->location.id < 0 || prop->location.id >= d->numa_count))
+    return CUDA_ERROR_INVALID_VALUE;
   const int id = host ? std::max(prop->location.id, 0) : prop->location.id;
-  std::string name = (host ? "simgpu-host" : "simgpu-dev") + std::to_string(id);
+  // A device chunk's file is named for the node device, which every process of the node agrees
+  // on (an importer with other CUDA_VISIBLE_DEVICES maps it back to its own ordinal).
+  const int named = host ? id : d->devices[static_cast<std::size_t>(id)]->node_index;
+  std::string name = (host ? "simgpu-host" : "simgpu-dev") + std::to_string(named);
   auto* c = NewChunk();
   c->size = size;
   c->host = host;
   c->device = id;
+  c->numa = numa ? id : -1;
   c->prop = *prop;
   if (!host) {
     if (!d->devices[static_cast<std::size_t>(id)]->Charge(size)) {
@@ -152,6 +169,7 @@ CUresult VmmCreate(CUmemGenericAllocationHandle* handle, std::size_t size,
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
     c->charged = size;
+    c->epoch = ChargeEpoch();
   } else {
     AddPinned(size);
     c->charged = size;
