@@ -116,6 +116,13 @@ Config LoadConfig() {
           rule);
     }
   }
+  if (const char* placement = std::getenv("CHAMELEON_PLACEMENT")) {
+    if (std::strcmp(placement, "host") == 0) {
+      config.placement_host = true;
+    } else if (std::strcmp(placement, "auto") != 0) {
+      Log(LogLevel::kWarn, "ignoring CHAMELEON_PLACEMENT='%s' (expected auto or host)", placement);
+    }
+  }
   ReadBytes("CHAMELEON_HOST_POOL_BYTES", &config.host_pool_bytes);
   if (const char* topology = std::getenv("CHAMELEON_TOPOLOGY")) config.topology_path = topology;
   ReadBytes("CHAMELEON_SWAP_CHUNK_BYTES", &config.swap_chunk_bytes);

@@ -25,6 +25,9 @@ struct Config {
   bool pointer_scan = true;              ///< CHAMELEON_POINTER_SCAN=off: no pointer-table scan
   /// CHAMELEON_EVICTION=belady|closest-size: the safety net's victim rule (docs/executor.md).
   bool eviction_closest_size = false;
+  /// CHAMELEON_PLACEMENT=auto|host: `host` keeps every swapped byte in local host memory, whatever
+  /// the policy's tiers and leases say (docs/executor.md, "Destinations").
+  bool placement_host = false;
   std::uint64_t host_pool_bytes = 0;   ///< CHAMELEON_HOST_POOL_BYTES (0 = half the host memory)
   std::string topology_path;           ///< CHAMELEON_TOPOLOGY: machine YAML (host_numa_bytes)
   std::uint64_t swap_chunk_bytes = 0;  ///< CHAMELEON_SWAP_CHUNK_BYTES (0 = VMM granularity)

@@ -83,6 +83,7 @@ Executor* CreateExecutor(const ExecutorEnv& env) {
   o.external_bytes = &ex->passthrough_live;
   o.eviction =
       c.eviction_closest_size ? swap::EvictionRule::kClosestSize : swap::EvictionRule::kBelady;
+  o.placement = c.placement_host ? swap::PlacementMode::kHost : swap::PlacementMode::kAuto;
   ex->record_uses = !c.eviction_closest_size;
   ex->api = api;
   ex->pointer_scan = c.pointer_scan;
@@ -128,6 +129,8 @@ bool ExecutorPolicySink::SetPolicy(const ipc::Policy& policy) {
         static_cast<unsigned long long>(limit));
     ex->engine->SetDeviceLimit(limit);
   }
+  // The owner side of a lease holds whatever the policy switch: it is about this GPU's memory.
+  ex->engine->SetLentBytes(policy.summary.lent_bytes);
   if (ex->apply_policy) ex->runner->SetPolicy(policy);
   return true;
 }

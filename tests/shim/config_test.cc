@@ -78,5 +78,25 @@ TEST(LoadConfigTest, EvictionRuleIsBeladyUnlessClosestSizeIsNamedExactly) {
   }
 }
 
+bool PlacementHostWith(const char* value) {
+  setenv("CHAMELEON_PLACEMENT", value, 1);
+  setenv("CHAMELEON_LOG_LEVEL", "off", 1);
+  const bool host = LoadConfig().placement_host;
+  unsetenv("CHAMELEON_PLACEMENT");
+  unsetenv("CHAMELEON_LOG_LEVEL");
+  return host;
+}
+
+TEST(LoadConfigTest, PlacementIsAutoUnlessHostIsNamedExactly) {
+  EXPECT_FALSE(Config{}.placement_host);  // the default: the policy's tiers within its leases
+  EXPECT_FALSE(LoadConfig().placement_host);
+  EXPECT_TRUE(PlacementHostWith("host"));
+  EXPECT_FALSE(PlacementHostWith("auto"));
+  // Anything else is reported and replaced by the default.
+  for (const char* bad : {"", "Host", "host ", "peer", "numa", "0", "1"}) {
+    EXPECT_FALSE(PlacementHostWith(bad)) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace chameleon::shim

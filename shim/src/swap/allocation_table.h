@@ -16,6 +16,7 @@
 
 #include "swap/allocation_flags.h"
 #include "swap/chunk_pool.h"
+#include "swap/placement.h"
 
 namespace chameleon::shim::swap {
 
@@ -38,6 +39,7 @@ struct Allocation {
   std::vector<std::uint32_t> chunks;  ///< mapped chunks, or the released ones when swapped
   std::vector<std::uint64_t> epochs;  ///< chunk epochs at release (Reclaim)
   void* host = nullptr;               ///< the copy at its destination while swapped out
+  Placement where;                    ///< that destination (a peer's or NUMA node's VA in `host`)
   Fence* ready = nullptr;             ///< consumers wait on this (swap-in / reclaim done)
   Fence* out_done = nullptr;          ///< swap-out copy done
   CUstream last_stream = nullptr;

@@ -57,13 +57,20 @@ struct SwapCounters {
     iterations.fetch_add(1, r);
   }
 
-  /// Copies the published fields into the segment header, slots 5 and 7 (client side).
+  /// Copies the published fields into the segment header, slots 5 and 7, and the node-placement
+  /// gauges of slot 6 (client side).
   void PublishTo(ipc::SegmentHeader* h) const {
     constexpr auto r = std::memory_order_relaxed;
 #define CHAMELEON_COUNTER_SLOT5(field, stat, kind, segment, ...) h->segment.store(Get(field), r);
 #define CHAMELEON_COUNTER_SLOT7(field, stat, kind, segment, ...) h->segment.store(Get(field), r);
 #define CHAMELEON_COUNTER_SHIM(...)
 #include "chameleon/ipc/executor_counters.inc"
+    // Slot 6's node-placement fields (layout 1.3) are written by hand: the table's groups are
+    // slots 5 and 7 only. The generation last, with release: a daemon that reads it as its proof
+    // of a completed revocation then also sees peer_held_bytes as low as it was then.
+    h->peer_held_bytes.store(Get(peer_held_bytes), r);
+    h->reclaim_request_bytes.store(Get(reclaim_request_bytes), r);
+    h->leases_applied_generation.store(Get(leases_applied_generation), std::memory_order_release);
   }
 
  private:

@@ -36,7 +36,8 @@ const char* ResolveDriverApi(void* handle, SymbolLookupFn sym, DriverApi* out) {
   CHAMELEON_SWAP_RESOLVE(event_query, "cuEventQuery");
   CHAMELEON_SWAP_RESOLVE(event_synchronize, "cuEventSynchronize");
 #undef CHAMELEON_SWAP_RESOLVE
-  Resolve(handle, sym, "simgpuEventVirtualNs", &api.event_virtual_ns);  // optional
+  Resolve(handle, sym, "cuMemcpyDtoDAsync_v2", &api.memcpy_dtod_async);  // optional
+  Resolve(handle, sym, "simgpuEventVirtualNs", &api.event_virtual_ns);
   Resolve(handle, sym, "simgpuStreamVirtualNs", &api.stream_virtual_ns);
   *out = api;
   return nullptr;

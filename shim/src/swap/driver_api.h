@@ -41,6 +41,10 @@ struct DriverApi {
   CUresult (*event_record)(CUevent, CUstream) = nullptr;                     // cuEventRecord
   CUresult (*event_query)(CUevent) = nullptr;                                // cuEventQuery
   CUresult (*event_synchronize)(CUevent) = nullptr;                          // cuEventSynchronize
+  // Optional: device-to-device copies for swapped bytes placed on a peer GPU or a host NUMA
+  // node's VMM buffer (Destinations). Without it every placement is local host memory.
+  CUresult (*memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t,
+                                CUstream) = nullptr;  // cuMemcpyDtoDAsync_v2
   // Optional (simgpu only, null on a real driver): the virtual clocks of chameleon/simgpu/
   // control.h, so that a consumer's wait on a swap-in is judged in virtual time, in stream
   // order, and never by how far simgpu's worker threads happen to have run.

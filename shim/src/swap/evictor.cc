@@ -1,5 +1,7 @@
 #include "swap/evictor.h"
 
+#include <algorithm>
+
 namespace chameleon::shim::swap {
 
 Allocation* Evictor::PickClosest(std::size_t bytes, AllocId exclude) const {
@@ -43,7 +45,18 @@ Allocation* Evictor::Pick(std::size_t bytes, AllocId exclude) const {
   return PickClosest(bytes, exclude);
 }
 
+void Evictor::RequestReclaim(std::uint64_t bytes) {
+  const std::uint64_t lent = lent_ ? lent_->load(std::memory_order_relaxed) : 0;
+  if (lent == 0) return;
+  // The largest shortfall since the daemon last answered, at most what it lent: a level, not a
+  // sum, since the same shortfall evicts again and again until the memory comes back.
+  std::atomic<std::uint64_t>& request = base_.counters->reclaim_request_bytes;
+  const std::uint64_t want = std::min(lent, std::max(bytes, SwapCounters::Get(request)));
+  request.store(want, std::memory_order_relaxed);
+}
+
 bool Evictor::EvictClosest(std::size_t bytes, AllocId exclude) {
+  RequestReclaim(bytes);
   Allocation* best = Pick(bytes, exclude);
   if (!best || transfers_->SwapOut(best, best->last_stream) != CUDA_SUCCESS) return false;
   MirrorFlags(*best);

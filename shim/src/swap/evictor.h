@@ -49,6 +49,10 @@ class Evictor {
     history_ = history;
     now_ = now;
   }
+  /// Owner side of a lease: while `*lent` (bytes of this GPU the daemon lent to others) is
+  /// non-zero, each eviction asks for up to that much back (reclaim_request_bytes). Never waits
+  /// for the answer: the eviction goes ahead. `lent` must outlive the Evictor.
+  void AskBackLent(const std::atomic<std::uint64_t>* lent) { lent_ = lent; }
   /// The victim the closest-size rule picks for a request of `bytes`, or null.
   Allocation* PickClosest(std::size_t bytes, AllocId exclude) const;
   /// The victim of the farthest next use (ties: closest size, then the oldest), or null.
@@ -80,8 +84,10 @@ class Evictor {
   TransferScheduler* transfers_;
   UnmapBatcher* unmaps_;
   FreeRangeCache* free_ranges_;
-  const UseHistory* history_ = nullptr;              // null: the closest-size rule
-  const std::atomic<std::uint32_t>* now_ = nullptr;  // the current op's position
+  const UseHistory* history_ = nullptr;               // null: the closest-size rule
+  const std::atomic<std::uint32_t>* now_ = nullptr;   // the current op's position
+  const std::atomic<std::uint64_t>* lent_ = nullptr;  // AskBackLent
+  void RequestReclaim(std::uint64_t bytes);
 };
 
 }  // namespace chameleon::shim::swap

@@ -7,6 +7,8 @@ namespace chameleon::shim::swap {
 CUresult HostMapper::Map(Allocation* a, CUstream stream) {
   const DriverApi* api = base_.api;
   const CUstream in = transfers_->in_stream();
+  // The host mapping holds the contents in host memory: a copy on a peer GPU comes back first.
+  if (const CUresult moved = transfers_->MoveToHost(a); moved != CUDA_SUCCESS) return moved;
   // The stale mapping (chunks possibly serving someone else now) goes first; waits for the
   // swap-out copy only if it is still running.
   if (a->mapped) unmaps_->UnmapNow(a);

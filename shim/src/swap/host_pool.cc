@@ -30,10 +30,12 @@ void* HostPool::Acquire(std::size_t bytes, Fence** fence) {
     }
     return c.buffer;
   }
-  if (bytes > cap_bytes_) return nullptr;
+  const std::uint64_t also = also_ ? *also_ : 0;
+  if (bytes > cap_bytes_ || also > cap_bytes_ - bytes) return nullptr;
+  const std::uint64_t cap = cap_bytes_ - also;
   // Make room under the cap by dropping idle buffers of other sizes, largest first.
-  while (held_bytes_ + bytes > cap_bytes_ && !cached_.empty()) FreeOne(std::prev(cached_.end()));
-  if (held_bytes_ + bytes > cap_bytes_) return nullptr;
+  while (held_bytes_ + bytes > cap && !cached_.empty()) FreeOne(std::prev(cached_.end()));
+  if (held_bytes_ + bytes > cap) return nullptr;
   void* p = nullptr;
   if (api_->mem_host_alloc(&p, bytes, 0) != CUDA_SUCCESS || p == nullptr) return nullptr;
   ++allocations_;

@@ -40,6 +40,10 @@ class HostPool {
   /// still reads or writes the buffer; a reference is taken.
   void Release(void* buffer, std::size_t bytes, Fence* fence = nullptr);
 
+  /// Pinned bytes held elsewhere that share the cap (NUMA-node buffers, Destinations): counted
+  /// in every later cap check. `bytes` must outlive the pool; null = none.
+  void CountAlso(const std::uint64_t* bytes) { also_ = bytes; }
+
   std::uint64_t held_bytes() const { return held_bytes_; }  ///< cached + in use
   std::uint64_t cap_bytes() const { return cap_bytes_; }
   std::uint64_t allocations() const { return allocations_; }  ///< cuMemHostAlloc calls
@@ -56,6 +60,7 @@ class HostPool {
   std::uint64_t cap_bytes_;
   FencePool* fences_;
   std::uint64_t held_bytes_ = 0;
+  const std::uint64_t* also_ = nullptr;
   std::uint64_t allocations_ = 0;
   std::multimap<std::size_t, Cached> cached_;  // size -> idle buffer
 };

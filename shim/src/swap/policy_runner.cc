@@ -23,6 +23,7 @@ std::unique_ptr<PolicyRunner::Compiled> PolicyRunner::Compile(const ipc::Policy&
   c->predicted_stall_ns =
       stall_s > 0 && stall_s < 1e6 ? static_cast<std::uint64_t>(stall_s * 1e9) : 0;
   c->entries = policy.entries;
+  c->leases = policy.leases;
   std::uint32_t highest = 0;
   for (const ipc::SwapEntry& e : c->entries) {
     for (const std::uint32_t t : {e.in_token, e.use_token, e.out_token}) {
@@ -33,7 +34,6 @@ std::unique_ptr<PolicyRunner::Compiled> PolicyRunner::Compile(const ipc::Policy&
   c->tokens.resize(highest);
   for (std::uint32_t i = 0; i < c->entries.size(); ++i) {
     const ipc::SwapEntry& e = c->entries[i];
-    if (e.tier != static_cast<std::uint16_t>(ipc::Tier::kHost)) continue;  // other tiers: later
     if (std::max({e.in_token, e.use_token, e.out_token}) >= OccurrenceCounter::kMaxTokens) {
       continue;
     }
@@ -83,6 +83,9 @@ void PolicyRunner::BeginIteration() {
     installed = next.get();
     tables_.push_back(std::move(next));
     installed_.store(installed, std::memory_order_release);
+    engine_->ApplyLeases(installed->leases, installed->generation);
+  } else {
+    engine_->SettleLeases();  // a revocation still in progress
   }
   iteration_.fetch_add(1, std::memory_order_relaxed);
   const std::size_t n = installed ? installed->entries.size() : 0;
@@ -167,7 +170,7 @@ void PolicyRunner::AfterOp(std::uint32_t token, const OccurrenceTicket& t, CUstr
   for (std::uint32_t e : c->at.find(Anchor(token, t.occurrence))->second.swap_out) {
     if (dead_[e]) continue;
     if (AllocId id = BindAtOut(e, tensors);
-        id && engine_->SwapOut(id, stream) == CUDA_ERROR_NOT_FOUND)
+        id && engine_->SwapOut(id, stream, PlacementOf(c->entries[e])) == CUDA_ERROR_NOT_FOUND)
       Ignore(e);
   }
 }

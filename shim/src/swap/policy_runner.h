@@ -122,6 +122,7 @@ class PolicyRunner {
     std::uint64_t predicted_stall_ns = 0;  // the plan's predicted stall per iteration
     std::uint32_t first_epoch = 0;  // ring epoch it was installed in: older tickets are not its
     std::vector<ipc::SwapEntry> entries;
+    std::vector<ipc::LeaseGrant> leases;            // the peer memory this generation may use
     std::unordered_map<std::uint64_t, Actions> at;  // Anchor(token, occurrence) -> actions
     std::vector<TokenAnchors> tokens;               // by token, up to the highest anchored
     // Per token: (epoch << 32) | next before-anchor occurrence not fired yet; another epoch

@@ -22,9 +22,12 @@ SwapEngine::~SwapEngine() {
   host_maps_.reset();
   allocator_.reset();
   evictor_.reset();
+  leases_.reset();
   transfers_.reset();
   unmaps_.reset();
   free_ranges_.reset();
+  destinations_->Trim(/*all=*/true);  // its pools unmap through vmm_
+  destinations_.reset();
   vmm_.reset();
   host_.reset();
   chunks_.reset();
@@ -66,10 +69,15 @@ CUresult SwapEngine::Init() {
   const SwapBase base{&api_, fences_.get(), chunks_.get(), vmm_.get(), counters_};
   free_ranges_ = std::make_unique<FreeRangeCache>(base);
   unmaps_ = std::make_unique<UnmapBatcher>(base, &table_, free_ranges_.get());
-  transfers_ = std::make_unique<TransferScheduler>(base, side_, out_, host_.get(), unmaps_.get());
+  destinations_ = std::make_unique<Destinations>(
+      base, host_.get(), options_.device, options_.placement, api_.memcpy_dtod_async != nullptr);
+  transfers_ =
+      std::make_unique<TransferScheduler>(base, side_, out_, destinations_.get(), unmaps_.get());
+  leases_ = std::make_unique<LeaseSettler>(base, &table_, transfers_.get(), destinations_.get());
   evictor_ =
       std::make_unique<Evictor>(base, &table_, transfers_.get(), unmaps_.get(), free_ranges_.get());
   if (options_.eviction == EvictionRule::kBelady) evictor_->UseBelady(&history_, &position_);
+  evictor_->AskBackLent(&lent_bytes_);
   allocator_ = std::make_unique<Allocator>(base, &table_, free_ranges_.get(), unmaps_.get(),
                                            transfers_.get(), evictor_.get());
   host_maps_ = std::make_unique<HostMapper>(base, unmaps_.get(), transfers_.get());
@@ -107,13 +115,34 @@ CUresult SwapEngine::Free(AllocId id, CUstream stream) {
   return allocator_ ? allocator_->Free(id, stream) : CUDA_ERROR_NOT_FOUND;
 }
 
-CUresult SwapEngine::SwapOut(AllocId id, CUstream compute) {
+CUresult SwapEngine::SwapOut(AllocId id, CUstream compute, Placement want) {
   std::lock_guard lock(mu_);
   Allocation* a = table_.Get(id);
   if (!a) return CUDA_ERROR_NOT_FOUND;
-  const CUresult r = transfers_->SwapOut(a, compute);
+  const CUresult r = transfers_->SwapOut(a, compute, want);
   MirrorFlags(*a);
   return r;
+}
+
+void SwapEngine::ApplyLeases(std::span<const ipc::LeaseGrant> leases, std::uint64_t generation) {
+  std::lock_guard lock(mu_);
+  if (leases_) leases_->Apply(leases, generation);
+}
+
+void SwapEngine::SettleLeases() {
+  std::lock_guard lock(mu_);
+  if (leases_) leases_->Settle();
+}
+
+void SwapEngine::SetLentBytes(std::uint64_t bytes) {
+  if (lent_bytes_.exchange(bytes, std::memory_order_relaxed) != bytes) {
+    counters_->reclaim_request_bytes.store(0, std::memory_order_relaxed);
+  }
+}
+
+std::uint64_t SwapEngine::peer_held_bytes() const {
+  std::lock_guard lock(mu_);
+  return destinations_ ? destinations_->peer_held_bytes() : 0;
 }
 
 CUresult SwapEngine::SwapIn(AllocId id) {

@@ -7,7 +7,10 @@
 //   FreeRangeCache     freed ranges kept mapped, reused whole by the next allocation of a span
 //   UnmapBatcher       deferred unmaps, done in batches (cuMemUnmap synchronises the device)
 //   TransferScheduler  swap-out/in copies on the two duplex side streams, in 4 MiB pieces, by
-//                      fences; the destination of swapped bytes (host memory today)
+//                      fences; moves a copy from a peer back to host memory
+//   Destinations       where swapped bytes go: a peer GPU under a lease, a host NUMA node, or
+//                      local host memory (the fallback for every refusal)
+//   LeaseSettler       what is held on peers kept within the policy's leases (revocation)
 //   Evictor            room under the limit: trim, drain, evict (farthest next use / closest size)
 //   UseHistory         the previous iteration's use positions per tensor (for the Evictor)
 //   Allocator          the engine's own allocations: VA, chunks, mappings, record; free
@@ -32,17 +35,21 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 
 #include "swap/adopted_ranges.h"
 #include "swap/allocation_table.h"
 #include "swap/allocator.h"
 #include "swap/chunk_pool.h"
 #include "swap/counters.h"
+#include "swap/destinations.h"
 #include "swap/driver_api.h"
 #include "swap/evictor.h"
 #include "swap/free_range_cache.h"
 #include "swap/host_mapper.h"
 #include "swap/host_pool.h"
+#include "swap/lease_settler.h"
+#include "swap/placement.h"
 #include "swap/residency_manager.h"
 #include "swap/transfer_scheduler.h"
 #include "swap/unmap_batcher.h"
@@ -64,6 +71,8 @@ struct SwapEngineOptions {
   const std::atomic<std::uint64_t>* external_bytes = nullptr;
   /// The safety net's victim rule (Evictor; CHAMELEON_EVICTION).
   EvictionRule eviction = EvictionRule::kBelady;
+  /// CHAMELEON_PLACEMENT: `kHost` keeps every swapped byte in local host memory.
+  PlacementMode placement = PlacementMode::kAuto;
 };
 
 class SwapEngine {
@@ -90,8 +99,20 @@ class SwapEngine {
   /// dropped. The VA is unmapped and released by a later FlushUnmaps.
   CUresult Free(AllocId id, CUstream stream);
 
-  /// Starts a swap-out after the work queued so far on `compute` (the last use).
-  CUresult SwapOut(AllocId id, CUstream compute);
+  /// Starts a swap-out after the work queued so far on `compute` (the last use), its copy at
+  /// `want` if Destinations allows it there, else in local host memory.
+  CUresult SwapOut(AllocId id, CUstream compute, Placement want = {});
+  /// The leases of the policy `generation` now in force (PolicyRunner, at its switch): caps on
+  /// peer GPUs; what is held beyond them is moved back to host memory (LeaseSettler).
+  void ApplyLeases(std::span<const ipc::LeaseGrant> leases, std::uint64_t generation);
+  /// An iteration boundary: continues a revocation still in progress (cheap otherwise).
+  void SettleLeases();
+  /// Owner side: bytes of this GPU the daemon lent to other clients (the summary's lent_bytes).
+  /// While non-zero, the safety net's evictions ask for them back (reclaim_request_bytes); a new
+  /// value clears the request (the daemon has answered).
+  void SetLentBytes(std::uint64_t bytes);
+  /// Bytes held on peer GPUs (buffers idle and in use).
+  std::uint64_t peer_held_bytes() const;
   /// Starts a swap-in on the side stream; no-op when resident.
   CUresult SwapIn(AllocId id);
   /// Makes `consumer` wait until the allocation's data is back (counts a prefetch hit or miss).
@@ -178,17 +199,20 @@ class SwapEngine {
   CUstream out_ = nullptr;   // swap-outs (DtoH)
   mutable std::mutex mu_;
   AllocationTable table_;
-  UseHistory history_;                      // Record lock-free; the rest under mu_
-  std::atomic<std::uint32_t> position_{0};  // the latest op position RecordUses saw
+  UseHistory history_;                        // Record lock-free; the rest under mu_
+  std::atomic<std::uint32_t> position_{0};    // the latest op position RecordUses saw
+  std::atomic<std::uint64_t> lent_bytes_{0};  // SetLentBytes; read by the Evictor
   // Built by Init (they need the granularity and the streams), each after what it uses, and
   // torn down in reverse by ~SwapEngine once the device is idle.
   std::unique_ptr<FencePool> fences_;
   std::unique_ptr<ChunkPool> chunks_;
   std::unique_ptr<HostPool> host_;
+  std::unique_ptr<Destinations> destinations_;
   std::unique_ptr<VaMapper> vmm_;
   std::unique_ptr<FreeRangeCache> free_ranges_;
   std::unique_ptr<UnmapBatcher> unmaps_;
   std::unique_ptr<TransferScheduler> transfers_;
+  std::unique_ptr<LeaseSettler> leases_;
   std::unique_ptr<Evictor> evictor_;
   std::unique_ptr<Allocator> allocator_;
   std::unique_ptr<HostMapper> host_maps_;

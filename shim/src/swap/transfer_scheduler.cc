@@ -16,15 +16,18 @@ std::size_t TransferScheduler::PieceChunks() const {
   return kPieceBytes > chunk ? kPieceBytes / chunk : 1;
 }
 
-CUresult TransferScheduler::CopyOutPiece(void* dst, CUdeviceptr src, std::size_t n) {
+CUresult TransferScheduler::CopyOutPiece(void* dst, CUdeviceptr src, std::size_t n, bool remote) {
+  if (remote) return base_.api->memcpy_dtod_async(reinterpret_cast<CUdeviceptr>(dst), src, n, out_);
   return base_.api->memcpy_dtoh_async(dst, src, n, out_);
 }
 
-CUresult TransferScheduler::CopyInPiece(CUdeviceptr dst, const void* src, std::size_t n) {
+CUresult TransferScheduler::CopyInPiece(CUdeviceptr dst, const void* src, std::size_t n,
+                                        bool remote) {
+  if (remote) return base_.api->memcpy_dtod_async(dst, reinterpret_cast<CUdeviceptr>(src), n, in_);
   return base_.api->memcpy_htod_async(dst, src, n, in_);
 }
 
-Fence* TransferScheduler::CopyOut(Allocation* a, void* host, CUresult* result) {
+Fence* TransferScheduler::CopyOut(Allocation* a, void* host, Placement where, CUresult* result) {
   const std::size_t piece = PieceChunks();
   const std::size_t chunk = base_.chunks->chunk_bytes();
   Fence* last = nullptr;
@@ -33,7 +36,7 @@ Fence* TransferScheduler::CopyOut(Allocation* a, void* host, CUresult* result) {
   for (std::size_t i = 0; i < a->chunks.size(); i += piece) {
     const std::size_t off = i * chunk;
     const std::size_t n = std::min(piece * chunk, a->bytes - off);
-    *result = CopyOutPiece(static_cast<char*>(host) + off, a->va + off, n);
+    *result = CopyOutPiece(static_cast<char*>(host) + off, a->va + off, n, !where.host());
     Fence* f = *result == CUDA_SUCCESS ? base_.fences->Record(out_) : nullptr;
     if (!f) {
       // Take the pieces already released back (nobody can have taken them: we hold the lock).
@@ -70,17 +73,19 @@ CUresult TransferScheduler::CopyIn(Allocation* a, const std::vector<Fence*>& wai
     }
     const std::size_t off = i * chunk;
     const std::size_t n = std::min(piece * chunk, a->bytes - off);
-    const CUresult r = CopyInPiece(a->va + off, static_cast<const char*>(a->host) + off, n);
+    const CUresult r =
+        CopyInPiece(a->va + off, static_cast<const char*>(a->host) + off, n, !a->where.host());
     if (r != CUDA_SUCCESS) return r;
   }
   return CUDA_SUCCESS;
 }
 
-CUresult TransferScheduler::SwapOut(Allocation* a, CUstream compute) {
+CUresult TransferScheduler::SwapOut(Allocation* a, CUstream compute, Placement want) {
   if (a->state != Residency::kResident) return CUDA_SUCCESS;
   if (a->pinned) return CUDA_ERROR_NOT_PERMITTED;
   Fence* host_read = nullptr;
-  void* host = destination_->Acquire(a->span, &host_read);
+  Placement where;
+  void* host = destinations_->Acquire(want, a->span, &host_read, &where);
   if (!host) {
     base_.counters->Add(base_.counters->host_pool_full);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -88,7 +93,7 @@ CUresult TransferScheduler::SwapOut(Allocation* a, CUstream compute) {
   // 1. Everything queued on the compute stream so far (the last use) precedes the copy.
   Fence* last_use = base_.fences->Record(compute);
   if (!last_use) {
-    destination_->Release(host, a->span, host_read);
+    destinations_->Release(host, a->span, where, host_read);
     base_.fences->Unref(host_read);
     return CUDA_ERROR_UNKNOWN;
   }
@@ -108,19 +113,58 @@ CUresult TransferScheduler::SwapOut(Allocation* a, CUstream compute) {
   // 4. The copy out, piece by piece; each piece's chunks go to the pool with its own fence (the
   // next user waits on that), and out_done (the last) covers the whole copy.
   CUresult r = CUDA_SUCCESS;
-  Fence* out_done = CopyOut(a, host, &r);
+  Fence* out_done = CopyOut(a, host, where, &r);
   if (!out_done) {
-    destination_->Release(host, a->span);
+    destinations_->Release(host, a->span, where, nullptr);
     return r;
   }
   a->out_done = out_done;
   a->host = host;
+  a->where = where;
   a->state = Residency::kSwappedOut;
   a->wait_counted = false;
   // 5. The VA keeps its (now stale) mappings until a flush of unmaps after out_done.
   FencePool::Ref(out_done);
   unmaps_->Defer(a->id, a->va, a->span, out_done);
   base_.counters->Add(base_.counters->swap_out_bytes, a->bytes);
+  if (where.tier == ipc::Tier::kPeerGpu)
+    base_.counters->Add(base_.counters->peer_out_bytes, a->bytes);
+  if (where.tier == ipc::Tier::kHostNuma)
+    base_.counters->Add(base_.counters->numa_out_bytes, a->bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult TransferScheduler::MoveToHost(Allocation* a) {
+  if (a->state != Residency::kSwappedOut || a->where.host() || a->host == nullptr) {
+    return CUDA_SUCCESS;
+  }
+  Fence* host_read = nullptr;
+  void* host = destinations_->AcquireHost(a->span, &host_read);
+  if (!host) {
+    base_.counters->Add(base_.counters->host_pool_full);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  // The new buffer may still be read by the swap-in that released it; the old one is complete
+  // only once the swap-out copy into it is (both on the in/out streams: no host wait).
+  for (Fence* f : {host_read, a->out_done}) {
+    if (f && !base_.fences->Done(f)) base_.api->stream_wait_event(out_, f->event, 0);
+  }
+  base_.fences->Unref(host_read);
+  CUresult r =
+      base_.api->memcpy_dtoh_async(host, reinterpret_cast<CUdeviceptr>(a->host), a->bytes, out_);
+  Fence* moved = r == CUDA_SUCCESS ? base_.fences->Record(out_) : nullptr;
+  if (!moved) {
+    destinations_->Release(host, a->span, Placement{}, nullptr);
+    return r != CUDA_SUCCESS ? r : CUDA_ERROR_UNKNOWN;
+  }
+  // The peer buffer is free once the move has read it; every later reader of the copy (a
+  // swap-in, a host mapping) waits for `moved` through out_done.
+  destinations_->Release(a->host, a->span, a->where, moved);
+  base_.fences->Unref(a->out_done);
+  a->out_done = moved;
+  a->host = host;
+  a->where = Placement{};
+  base_.counters->Add(base_.counters->evacuated_bytes, a->bytes);
   return CUDA_SUCCESS;
 }
 
@@ -148,8 +192,9 @@ void TransferScheduler::FinishReclaim(Allocation* a) {
 }
 
 void TransferScheduler::ReleaseCopy(Allocation* a, Fence* busy) {
-  destination_->Release(a->host, a->span, busy);
+  destinations_->Release(a->host, a->span, a->where, busy);
   a->host = nullptr;
+  a->where = Placement{};
 }
 
 void TransferScheduler::SyncStreams() {

@@ -12,13 +12,14 @@
 // Pieces (4 MiB) let a swap-in filling chunks that another tensor's swap-out is still emptying
 // overlap with it.
 //
-// Destinations. Today every swapped byte goes to one HostPool (pinned host memory, any NUMA
-// node). The next destinations — pinned host memory on a given NUMA node, chunks on a peer GPU
-// over NVLink — belong here: the destination is chosen in SwapOut (today `destination_`),
-// remembered in the Allocation beside `host`, and the copy of one piece each way is
-// CopyOutPiece / CopyInPiece (a peer GPU would use a device-to-device copy there). Only this
-// class acquires and releases destination buffers (HostMapper, which maps host memory for the
-// program VMM, reads and writes a host copy in place).
+// Destinations. A swap-out asks Destinations for a buffer at the placement the policy's entry
+// names (a peer GPU under a lease, a host NUMA node), which falls back to local host memory; the
+// Allocation remembers where (`where`, beside `host`), and one piece is copied each way by
+// CopyOutPiece / CopyInPiece: device to host and back, or device to device for a peer's or a NUMA
+// node's VMM buffer. MoveToHost moves a copy from a peer back to host memory on the out stream
+// (a revoked lease). Only this class acquires and releases destination buffers (HostMapper, which
+// maps host memory for the program VMM, reads and writes a host copy in place, after
+// MoveToHost).
 //
 // Not thread-safe: owned by SwapEngine, used under its mutex.
 #pragma once
@@ -29,7 +30,7 @@
 #include <vector>
 
 #include "swap/allocation_table.h"
-#include "swap/host_pool.h"
+#include "swap/destinations.h"
 #include "swap/swap_base.h"
 #include "swap/unmap_batcher.h"
 
@@ -38,9 +39,9 @@ namespace chameleon::shim::swap {
 class TransferScheduler {
  public:
   /// `in` and `out`: the two side streams (non-blocking, owned by the caller).
-  TransferScheduler(const SwapBase& base, CUstream in, CUstream out, HostPool* destination,
+  TransferScheduler(const SwapBase& base, CUstream in, CUstream out, Destinations* destinations,
                     UnmapBatcher* unmaps)
-      : base_(base), in_(in), out_(out), destination_(destination), unmaps_(unmaps) {}
+      : base_(base), in_(in), out_(out), destinations_(destinations), unmaps_(unmaps) {}
 
   CUstream in_stream() const { return in_; }    ///< swap-ins (host -> device)
   CUstream out_stream() const { return out_; }  ///< swap-outs (device -> host)
@@ -50,8 +51,14 @@ class TransferScheduler {
   /// Starts the swap-out of resident `a` after the work queued so far on `compute` (its last
   /// use): acquires a destination buffer, copies piece by piece, releases the chunks, defers the
   /// unmap. No-op when not resident; CUDA_ERROR_NOT_PERMITTED when pinned; OUT_OF_MEMORY when
-  /// the destination is full (counted in host_pool_full). On failure nothing changed.
-  CUresult SwapOut(Allocation* a, CUstream compute);
+  /// the destination is full (counted in host_pool_full). On failure nothing changed. `want`:
+  /// where the copy should go (Destinations may put it in host memory instead).
+  CUresult SwapOut(Allocation* a, CUstream compute, Placement want = {});
+  /// Moves swapped-out `a`'s copy from a peer GPU or NUMA node to host memory, stream-ordered
+  /// (out stream, after the copy that filled it; `a->out_done` becomes the move's end, so a
+  /// swap-in waits for it). No-op when the copy is in host memory already. OUT_OF_MEMORY when
+  /// the host pool is full (nothing changed).
+  CUresult MoveToHost(Allocation* a);
   /// The swap-in copy of swapped-out `a` into its freshly mapped `a->chunks`; `waits` are their
   /// pool fences, in order (references consumed). `a` becomes resident with `ready` set.
   CUresult SwapIn(Allocation* a, const std::vector<Fence*>& waits);
@@ -63,18 +70,20 @@ class TransferScheduler {
   void SyncStreams();
 
  private:
-  CUresult CopyOutPiece(void* dst, CUdeviceptr src, std::size_t n);
-  CUresult CopyInPiece(CUdeviceptr dst, const void* src, std::size_t n);
-  /// The swap-out copy of `a` into `host`, piece by piece; releases each piece's chunks with
-  /// its fence. Returns the last fence (its Record reference), or null (then nothing changed).
-  Fence* CopyOut(Allocation* a, void* host, CUresult* result);
+  /// One piece each way; `remote`: the other end is a VMM buffer (a device-to-device copy).
+  CUresult CopyOutPiece(void* dst, CUdeviceptr src, std::size_t n, bool remote);
+  CUresult CopyInPiece(CUdeviceptr dst, const void* src, std::size_t n, bool remote);
+  /// The swap-out copy of `a` into `host` (at `where`), piece by piece; releases each piece's
+  /// chunks with its fence. Returns the last fence (its Record reference), or null (then nothing
+  /// changed).
+  Fence* CopyOut(Allocation* a, void* host, Placement where, CUresult* result);
   /// The swap-in copy into `a`'s (mapped) chunks; `waits` are their pool fences, in order.
   CUresult CopyIn(Allocation* a, const std::vector<Fence*>& waits);
 
   SwapBase base_;
   CUstream in_;
   CUstream out_;
-  HostPool* destination_;
+  Destinations* destinations_;
   UnmapBatcher* unmaps_;
 };
 

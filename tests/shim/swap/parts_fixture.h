@@ -40,8 +40,10 @@ class PartsFixture : public SwapFixture {
     base_ = sw::SwapBase{&api_, fences_.get(), chunks_.get(), vmm_.get(), &counters_};
     free_ranges_ = std::make_unique<sw::FreeRangeCache>(base_);
     unmaps_ = std::make_unique<sw::UnmapBatcher>(base_, &table_, free_ranges_.get());
-    transfers_ =
-        std::make_unique<sw::TransferScheduler>(base_, in_, out_, host_.get(), unmaps_.get());
+    destinations_ =
+        std::make_unique<sw::Destinations>(base_, host_.get(), 0, sw::PlacementMode::kAuto, true);
+    transfers_ = std::make_unique<sw::TransferScheduler>(base_, in_, out_, destinations_.get(),
+                                                         unmaps_.get());
     evictor_ = std::make_unique<sw::Evictor>(base_, &table_, transfers_.get(), unmaps_.get(),
                                              free_ranges_.get());
     allocator_ = std::make_unique<sw::Allocator>(base_, &table_, free_ranges_.get(), unmaps_.get(),
@@ -61,6 +63,7 @@ class PartsFixture : public SwapFixture {
     unmaps_->Flush(/*all=*/true);
     free_ranges_->Drop();
     sw::ReleaseAllAllocations(table_, *vmm_, *transfers_, *fences_);
+    destinations_.reset();
     host_.reset();
     chunks_.reset();
     fences_.reset();
@@ -97,6 +100,7 @@ class PartsFixture : public SwapFixture {
   sw::AllocationTable table_;
   std::unique_ptr<sw::FreeRangeCache> free_ranges_;
   std::unique_ptr<sw::UnmapBatcher> unmaps_;
+  std::unique_ptr<sw::Destinations> destinations_;
   std::unique_ptr<sw::TransferScheduler> transfers_;
   std::unique_ptr<sw::Evictor> evictor_;
   std::unique_ptr<sw::Allocator> allocator_;
