@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "chameleon/topology/host_memory.h"
+#include "chameleon/topology/nvml_links.h"
 #include "node_figures.h"
 #include "node_gpus.h"
 #include "node_sysfs.h"
@@ -59,9 +60,31 @@ void BuildGpus(const NodeSources& s, std::vector<detail::MergedGpu> merged, Node
   node->provenance.gpu_numa = defaulted ? "default" : from_sysfs ? "hello+sysfs" : "hello";
 }
 
-void Provenance(const detail::NodeFigures& f, NodeProvenance* p) {
+// NVLink facts when NVML loads; the override's peer figure wins over them, as over defaults.
+NvmlLinks ReadNvml(const NodeSources& s, const Node& node) {
+  NvmlLinks links;
+  if (!s.use_nvml) {
+    links.status = "not used";
+    return links;
+  }
+  std::vector<std::string> bus_ids;
+  for (const NodeGpu& g : node.gpus) bus_ids.push_back(g.pci_bus_id);
+  return ReadNvmlLinks(s.nvml_library, bus_ids);
+}
+
+// Bytes/s of the P2P link a -> b: the override's figure, else NVML's NVLink figure, else (no
+// NVLink, so P2P over PCIe) the default.
+double PeerBandwidth(const detail::NodeFigures& f, const NvmlLinks& nvml, const std::string& a,
+                     const std::string& b) {
+  if (f.has_peer) return f.peer;
+  const double nvlink = nvml.loaded ? NvLinkBandwidth(nvml, a, b) : 0;
+  return nvlink > 0 ? nvlink : f.peer;
+}
+
+void Provenance(const detail::NodeFigures& f, const NvmlLinks& nvml, NodeProvenance* p) {
   p->host_link = f.has_host_link ? "yaml" : "defaults";
-  p->peer_link = f.has_peer ? "yaml" : "defaults";
+  p->peer_link = f.has_peer ? "yaml" : nvml.loaded ? "nvml" : "defaults";
+  p->nvml = nvml.status;
   p->numa_link = f.has_numa_link ? "yaml" : "defaults";
   p->links = "host " + p->host_link + ", peer " + p->peer_link + ", numa " + p->numa_link;
 }
@@ -69,7 +92,7 @@ void Provenance(const detail::NodeFigures& f, NodeProvenance* p) {
 // Places (GPUs, then NUMA nodes) and links: GPU <-> own NUMA node at the host-link figures per
 // direction, GPU -> peer where P2P says so, NUMA <-> NUMA directly (sysfs distances are
 // point-to-point; latency scaled by distance / 10).
-void BuildTopology(const detail::NodeFigures& f, Node* node) {
+void BuildTopology(const detail::NodeFigures& f, const NvmlLinks& nvml, Node* node) {
   Topology& t = node->topology;
   for (NodeGpu& g : node->gpus)
     g.place = t.AddPlace(Place{"gpu " + g.pci_bus_id, PlaceKind::kGpu, g.capacity, 0});
@@ -80,8 +103,8 @@ void BuildTopology(const detail::NodeFigures& f, Node* node) {
     t.AddLink(g.place, numa, f.device_to_host, f.latency);
     t.AddLink(numa, g.place, f.host_to_device, f.latency);
     for (const std::string& peer : g.peers)
-      t.AddLink(g.place, node->gpus[static_cast<std::size_t>(node->GpuIndex(peer))].place, f.peer,
-                f.latency);
+      t.AddLink(g.place, node->gpus[static_cast<std::size_t>(node->GpuIndex(peer))].place,
+                PeerBandwidth(f, nvml, g.pci_bus_id, peer), f.latency);
   }
   for (std::size_t a = 0; a < node->numa.size(); ++a) {
     for (std::size_t b = a + 1; b < node->numa.size(); ++b) {
@@ -118,8 +141,10 @@ std::string BuildNode(const NodeSources& sources, Node* out) {
   Node node;
   BuildNuma(sources, figures, &node);
   BuildGpus(sources, std::move(merged), &node);
-  Provenance(figures, &node.provenance);
-  BuildTopology(figures, &node);
+  const NvmlLinks nvml = ReadNvml(sources, node);
+  node.warnings.insert(node.warnings.end(), nvml.warnings.begin(), nvml.warnings.end());
+  Provenance(figures, nvml, &node.provenance);
+  BuildTopology(figures, nvml, &node);
   *out = std::move(node);
   return "";
 }

@@ -32,7 +32,8 @@ struct NodeSources {
   std::string sysfs_node_root = "/sys/devices/system/node";
   /// Holds <bus id>/numa_node: a GPU's NUMA node when its driver does not report one.
   std::string sysfs_pci_root = "/sys/bus/pci/devices";
-  bool use_nvml = true;  ///< dlopen libnvidia-ml.so.1 for NVLink state if present
+  bool use_nvml = true;  ///< dlopen `nvml_library` for NVLink state if present
+  std::string nvml_library = "libnvidia-ml.so.1";  ///< tests load a fake one
   /// CHAMELEON_TOPOLOGY text ("" = none): overrides the link figures (host_to_device_bandwidth,
   /// device_to_host_bandwidth, host_link_bandwidth, peer_link_bandwidth, numa_link_bandwidth,
   /// copy_latency_ns) and the host memory (host_numa_bytes). GPU identities, capacities and P2P
@@ -64,6 +65,7 @@ struct NodeProvenance {
   std::string peer_link;  ///< "yaml", "nvml", "defaults" (reachability is always "hello")
   std::string numa_link;  ///< "yaml", "defaults"
   std::string links;      ///< the three above in one line: "host yaml, peer nvml, numa defaults"
+  std::string nvml;       ///< "loaded", "not used", or why it did not load
 };
 
 struct Node {
