@@ -1,7 +1,7 @@
 // A stand-in for libnvidia-ml.so.1 exporting the five functions topology/nvml_links.cc loads,
 // driven by fake_nvml_configure(): one line per GPU, "<bus id> <remote bus id>...", one remote
-// per active link. Every GPU has 18 link indices; those past its remotes are inactive. Not
-// thread-safe (tests call it from one thread).
+// per active link; fake_nvml_init_calls() counts nvmlInit_v2 calls. Every GPU has 18 link indices;
+// those past its remotes are inactive. Not thread-safe (tests call it from one thread).
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -16,6 +16,7 @@ struct Gpu {
 };
 std::vector<Gpu> g_gpus;
 int g_init_rc = 0;
+int g_init_calls = 0;
 bool g_initialised = false;
 
 constexpr int kSuccess = 0;
@@ -53,7 +54,10 @@ void fake_nvml_configure(const char* spec, int init_rc) {
   }
 }
 
+int fake_nvml_init_calls() { return g_init_calls; }
+
 int nvmlInit_v2() {
+  ++g_init_calls;
   g_initialised = g_init_rc == kSuccess;
   return g_init_rc;
 }

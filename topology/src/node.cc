@@ -63,10 +63,11 @@ void BuildGpus(const NodeSources& s, std::vector<detail::MergedGpu> merged, Node
 // NVLink facts when NVML loads; the override's peer figure wins over them, as over defaults.
 NvmlLinks ReadNvml(const NodeSources& s, const Node& node) {
   NvmlLinks links;
-  if (!s.use_nvml) {
-    links.status = "not used";
+  if (!s.use_nvml || node.gpus.empty()) {
+    links.status = s.use_nvml ? "not used (no GPUs)" : "not used";
     return links;
   }
+  if (s.nvml_links != nullptr) return *s.nvml_links;
   std::vector<std::string> bus_ids;
   for (const NodeGpu& g : node.gpus) bus_ids.push_back(g.pci_bus_id);
   return ReadNvmlLinks(s.nvml_library, bus_ids);

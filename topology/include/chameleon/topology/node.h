@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chameleon/topology/nvml_links.h"
 #include "chameleon/topology/topology.h"
 
 namespace chameleon::topology {
@@ -34,6 +35,9 @@ struct NodeSources {
   std::string sysfs_pci_root = "/sys/bus/pci/devices";
   bool use_nvml = true;  ///< dlopen `nvml_library` for NVLink state if present
   std::string nvml_library = "libnvidia-ml.so.1";  ///< tests load a fake one
+  /// When set (and use_nvml), these NVLink facts instead of loading NVML: the daemon reads NVML
+  /// once per set of GPUs, not at every client's arrival.
+  const NvmlLinks* nvml_links = nullptr;
   /// CHAMELEON_TOPOLOGY text ("" = none): overrides the link figures (host_to_device_bandwidth,
   /// device_to_host_bandwidth, host_link_bandwidth, peer_link_bandwidth, numa_link_bandwidth,
   /// copy_latency_ns) and the host memory (host_numa_bytes). GPU identities, capacities and P2P
