@@ -219,6 +219,8 @@ void DaemonImpl::HandleHello(Connection* conn, std::span<const std::uint8_t> pay
   metrics_.clients().Set(double(clients_.size()));
   spdlog::info("client {} connected: pid {} uid {} slot {}, segment {} bytes, {} device(s)", who.id,
                who.pid, who.uid, who.slot, bytes, who.hello.devices.size());
+  if (const std::string error = node_view_.AddClient(who.id, who.hello.devices); !error.empty())
+    spdlog::warn("client {}: its devices are left out of the node view: {}", who.id, error);
   ipc::Welcome welcome{who.id, static_cast<std::int32_t>(getpid()), options_.heartbeat_interval_ns};
   std::vector<std::uint8_t> message;
   ipc::EncodeWelcome(welcome, &message);
@@ -288,6 +290,7 @@ void DaemonImpl::CloseConnection(Connection* conn, const std::string& reason, bo
     metrics_.ClearSlot(who.slot);
     metrics_.disconnects().Increment();
     clients_.erase(who.id);
+    node_view_.RemoveClient(who.id);
     client_count = static_cast<int>(clients_.size());
     metrics_.clients().Set(double(clients_.size()));
     conn->session.reset();  // unmaps the segment

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chameleon/daemon/node_json.h"
 #include "chameleon/policy/profile_json.h"
 #include "daemon_impl.h"
 
@@ -117,13 +118,16 @@ void DaemonImpl::HandleControl(Connection* conn, std::string_view request) {
     spdlog::info("client {} {}d by uid {}", req["id"].dump(), command, conn->creds.uid);
     reply["client"] = req["id"];
     reply["disabled"] = command == "disable";
+  } else if (command == "topology") {
+    reply["topology"] = NodeViewToJson(node_view_);
   } else if (command == "metrics") {
     reply["text"] = metrics_.Serialize();
     reply["metrics_port"] = metrics_port.load();
   } else {
     metrics_.bad_input(BadInput::kBadControl).Increment();
     SendReply(conn, Error("unknown command '" + command +
-                          "' (status, clients, client, dump-profile, disable, enable, metrics)")
+                          "' (status, clients, client, dump-profile, disable, enable, metrics, "
+                          "topology)")
                         .dump());
     return;
   }

@@ -20,6 +20,7 @@
 
 #include "chameleon/daemon/client_session.h"
 #include "chameleon/daemon/metrics.h"
+#include "chameleon/daemon/node_view.h"
 #include "chameleon/daemon/options.h"
 #include "chameleon/ipc/socket_protocol.h"
 #include "chameleon/ipc/unix_socket.h"
@@ -121,6 +122,7 @@ class DaemonImpl {
   std::vector<bool> slots_;
   std::uint32_t next_client_id_ = 1;
   std::uint64_t started_ns_ = 0;
+  NodeView node_view_ = NodeView::FromEnvironment();  // GPUs of the connected clients
 };
 
 }  // namespace chameleon::daemon

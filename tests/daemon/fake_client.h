@@ -38,6 +38,18 @@ class FakeClient {
   static std::unique_ptr<FakeClient> Connect(const std::string& socket_path, std::string* error,
                                              std::uint64_t device_memory = 1ull << 30,
                                              ipc::SegmentGeometry geometry = SmallGeometry()) {
+    ipc::DeviceFacts device{};
+    device.ordinal = 0;
+    device.host_numa_node = 0;
+    device.total_memory = device_memory;
+    std::snprintf(device.pci_bus_id, sizeof(device.pci_bus_id), "0000:01:00.0");
+    return ConnectWithDevices(socket_path, error, {device}, geometry);
+  }
+
+  /// Connects with these device facts in HELLO (a client seeing several GPUs of a node).
+  static std::unique_ptr<FakeClient> ConnectWithDevices(
+      const std::string& socket_path, std::string* error, std::vector<ipc::DeviceFacts> devices,
+      ipc::SegmentGeometry geometry = SmallGeometry()) {
     auto client = std::unique_ptr<FakeClient>(new FakeClient);
     if (ipc::Segment::Create(geometry, &client->segment_) != ipc::SegmentError::kOk) {
       *error = "segment create failed";
@@ -54,13 +66,8 @@ class FakeClient {
     hello.fixed.layout_minor = ipc::kLayoutMinor;
     hello.fixed.pid = getpid();
     hello.fixed.segment_bytes = client->segment_.bytes();
-    ipc::DeviceFacts device{};
-    device.ordinal = 0;
-    device.host_numa_node = 0;
-    device.total_memory = device_memory;
-    std::snprintf(device.pci_bus_id, sizeof(device.pci_bus_id), "0000:01:00.0");
-    hello.devices.push_back(device);
-    hello.fixed.device_count = 1;
+    hello.fixed.device_count = static_cast<std::uint32_t>(devices.size());
+    hello.devices = std::move(devices);
     std::vector<std::uint8_t> message;
     ipc::EncodeHello(hello, &message);
     if (ipc::SendWithFd(client->sock_, message, client->segment_.fd()) != 0) {

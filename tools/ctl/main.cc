@@ -1,6 +1,6 @@
 // chameleonctl: inspect and steer a running chameleond over its UNIX socket.
 //   chameleonctl [--socket PATH] [--json] status | clients | client ID | dump-profile ID FILE |
-//                disable ID | enable ID | metrics
+//                disable ID | enable ID | metrics | topology
 // --json may appear anywhere on the line. Exit status: 0 ok, 1 the daemon said no or is not
 // reachable, 2 usage error.
 #include <CLI/CLI.hpp>
@@ -11,6 +11,7 @@
 #include "chameleon/ipc/constants.h"
 #include "client_view.h"
 #include "table.h"
+#include "topology_view.h"
 
 namespace {
 
@@ -42,6 +43,8 @@ void PrintText(const std::string& command, const json& reply) {
     chameleon::ctl::PrintClient(std::cout, reply["client"]);
   } else if (command == "metrics") {
     std::cout << reply["text"].get<std::string>();
+  } else if (command == "topology") {
+    chameleon::ctl::PrintTopology(std::cout, reply["topology"]);
   } else if (command == "disable" || command == "enable") {
     std::cout << "client " << Cell(reply["client"]) << ' ' << command << "d\n";
   }
@@ -72,6 +75,7 @@ int Run(int argc, char** argv) {
       ->add_option("id", id)
       ->required();
   app.add_subcommand("metrics", "The Prometheus exposition, as /metrics serves it");
+  app.add_subcommand("topology", "The node: GPUs and NUMA nodes, links each way, hops, provenance");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
