@@ -74,8 +74,7 @@ def table(rows):
         stage, gen = stable_at(row)
         wall = (row.swap.wall_s / len(row.swap.times) if row.swap is not None and row.swap.times
                 else None)
-        ident = " / ".join("yes" if llm.identical(row, w) else
-                           (NM if getattr(row, w) is None else "**NO**") for w in ("off", "swap"))
+        ident = " / ".join(identical_cell(row, w) for w in ("off", "swap"))
         h.append(
             f"| {c.name} | {c.machine} | {c.fraction:.2f} | "
             f"{row.ref.peak / 1e9:.1f} | {plain} | {rc} | "
@@ -86,6 +85,15 @@ def table(rows):
             f"{ident} | {stage or NM} ({gen if gen is not None else NM}) | {ahead} | "
             f"{cell(off_out)} / {cell(st.get('out_per_excess'))} | {wait} | {cell(wall, '{:.1f}')} |")
     return "\n".join(h)
+
+
+def identical_cell(row, which):
+    r = getattr(row, which)
+    if r is None:
+        return NM
+    if not r.ok:
+        return f"failed (exit {r.rc})"
+    return "yes" if llm.identical(row, which) else "**NO**"
 
 
 def goal(values, target, fmt="{:.0%}", higher=True):
