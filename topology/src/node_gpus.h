@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "chameleon/topology/node.h"
+#include "chameleon/topology/gpu_report.h"
 
 namespace chameleon::topology::detail {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "chameleon/topology/node.h"
+#include "chameleon/topology/pci_bus_id.h"
 
 namespace chameleon::topology {
 namespace {

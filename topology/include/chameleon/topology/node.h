@@ -13,19 +13,12 @@
 #include <string_view>
 #include <vector>
 
+#include "chameleon/topology/gpu_report.h"
 #include "chameleon/topology/nvml_links.h"
+#include "chameleon/topology/pci_bus_id.h"
 #include "chameleon/topology/topology.h"
 
 namespace chameleon::topology {
-
-/// One GPU as one client saw it (a HELLO DeviceFacts row, translated).
-struct GpuReport {
-  std::string pci_bus_id;   ///< "0000:18:00.0", lower-case: the node-wide identity
-  int ordinal = 0;          ///< this client's ordinal for it
-  int host_numa_node = -1;  ///< -1 unknown
-  std::uint64_t total_memory = 0;
-  std::vector<std::string> peers;  ///< bus ids of the GPUs it can access directly (P2P)
-};
 
 /// Where node facts come from; every field optional. Tests inject all of them.
 struct NodeSources {
@@ -84,10 +77,6 @@ struct Node {
   /// Index into `numa` of NUMA node `id`, or -1.
   int NumaIndex(int id) const;
 };
-
-/// Writes the canonical form of a PCI bus id ("0000:18:00.0", lower-case; an 8-digit NVML
-/// domain shortened) to `out`. Returns "" or a one-line reason.
-std::string NormalizePciBusId(std::string_view text, std::string* out);
 
 /// Builds the node. Returns "" on success; else one line naming the conflicting or malformed
 /// source (two clients disagreeing on a GPU's memory, a bad override), `out` then unusable.
