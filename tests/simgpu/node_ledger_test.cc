@@ -107,6 +107,21 @@ TEST_F(NodeLedgerTest, AnotherProcessTakesTheDevicesMemory) {
   ASSERT_CU(cuMemAlloc(&p, kCapacity - kBig));  // what is left is ours
 }
 
+// Two processes allocating 1 MiB at a time as fast as they can, at once: together they get
+// exactly the capacity, never more (the CAS against capacity), whatever the interleaving.
+TEST_F(NodeLedgerTest, RacingProcessesTogetherGetExactlyTheCapacity) {
+  Init();
+  const auto allocate_until_full = []() -> std::uint64_t {
+    std::uint64_t n = 0;
+    for (CUdeviceptr p = 0; cuMemAlloc(&p, kMiB) == CUDA_SUCCESS;) ++n;
+    return n;
+  };
+  Child child(allocate_until_full);
+  const std::uint64_t mine = allocate_until_full();
+  EXPECT_EQ(mine + child.Report(), kCapacity / kMiB);
+  EXPECT_EQ(FreeBytes(), 0u);
+}
+
 TEST_F(NodeLedgerTest, AKilledProcessesBytesAreReclaimedByTheNextCharge) {
   Init();
   Child child([]() -> std::uint64_t {
