@@ -30,28 +30,42 @@ struct GpuReport {
 struct NodeSources {
   std::vector<GpuReport> gpus;  ///< from every connected client (duplicates agree or error)
   std::string sysfs_node_root = "/sys/devices/system/node";
-  bool use_nvml = true;       ///< dlopen libnvidia-ml.so.1 for NVLink state if present
-  std::string override_yaml;  ///< CHAMELEON_TOPOLOGY text ("" = none): overrides every figure
+  /// Holds <bus id>/numa_node: a GPU's NUMA node when its driver does not report one.
+  std::string sysfs_pci_root = "/sys/bus/pci/devices";
+  bool use_nvml = true;  ///< dlopen `nvml_library` for NVLink state if present
+  std::string nvml_library = "libnvidia-ml.so.1";  ///< tests load a fake one
+  /// CHAMELEON_TOPOLOGY text ("" = none): overrides the link figures (host_to_device_bandwidth,
+  /// device_to_host_bandwidth, host_link_bandwidth, peer_link_bandwidth, numa_link_bandwidth,
+  /// copy_latency_ns) and the host memory (host_numa_bytes). GPU identities, capacities and P2P
+  /// reachability always come from the reports: they are what the processes actually see.
+  std::string override_yaml;
 };
 
 /// Role of a place of the node's topology.
 struct NodeGpu {
   std::string pci_bus_id;
-  int place = -1;  ///< index in Node::topology
-  int host_numa_node = -1;
+  int place = -1;           ///< index in Node::topology
+  int host_numa_node = -1;  ///< always a NUMA node of Node::numa (0 when no source said)
   std::uint64_t capacity = 0;
+  std::vector<std::string> peers;  ///< bus ids it has a direct link to, sorted
 };
 struct NodeNuma {
   int id = 0;      ///< NUMA node id as the OS numbers it
   int place = -1;  ///< index in Node::topology
   std::uint64_t capacity = 0;
+  std::vector<int> distances;  ///< SLIT distance to each NUMA node by index (10 = itself)
 };
 
 /// Where each figure of the node came from, for `chameleonctl topology`.
 struct NodeProvenance {
-  std::string gpus;   ///< "hello", "yaml"
-  std::string numa;   ///< "sysfs", "yaml", "physical RAM"
-  std::string links;  ///< "nvml", "p2p attributes", "yaml", "defaults"
+  std::string gpus;       ///< "hello" (none connected: "none")
+  std::string gpu_numa;   ///< "hello", "hello+sysfs" (some from /sys/bus/pci), "default"
+  std::string numa;       ///< "sysfs", "yaml", "physical RAM"
+  std::string host_link;  ///< "yaml", "defaults"
+  std::string peer_link;  ///< "yaml", "nvml", "defaults" (reachability is always "hello")
+  std::string numa_link;  ///< "yaml", "defaults"
+  std::string links;      ///< the three above in one line: "host yaml, peer nvml, numa defaults"
+  std::string nvml;       ///< "loaded", "not used", or why it did not load
 };
 
 struct Node {
@@ -66,6 +80,10 @@ struct Node {
   /// Index into `numa` of NUMA node `id`, or -1.
   int NumaIndex(int id) const;
 };
+
+/// Writes the canonical form of a PCI bus id ("0000:18:00.0", lower-case; an 8-digit NVML
+/// domain shortened) to `out`. Returns "" or a one-line reason.
+std::string NormalizePciBusId(std::string_view text, std::string* out);
 
 /// Builds the node. Returns "" on success; else one line naming the conflicting or malformed
 /// source (two clients disagreeing on a GPU's memory, a bad override), `out` then unusable.
