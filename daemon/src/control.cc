@@ -117,14 +117,17 @@ void DaemonImpl::HandleControl(Connection* conn, std::string_view request) {
     spdlog::info("client {} {}d by uid {}", req["id"].dump(), command, conn->creds.uid);
     reply["client"] = req["id"];
     reply["disabled"] = command == "disable";
+  } else if (command == "leases") {
+    node_.Describe(&reply);
   } else if (command == "metrics") {
     reply["text"] = metrics_.Serialize();
     reply["metrics_port"] = metrics_port.load();
   } else {
     metrics_.bad_input(BadInput::kBadControl).Increment();
-    SendReply(conn, Error("unknown command '" + command +
-                          "' (status, clients, client, dump-profile, disable, enable, metrics)")
-                        .dump());
+    SendReply(conn,
+              Error("unknown command '" + command +
+                    "' (status, clients, client, dump-profile, disable, enable, leases, metrics)")
+                  .dump());
     return;
   }
   SendReply(conn, reply.dump());
