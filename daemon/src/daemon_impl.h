@@ -46,6 +46,8 @@ struct Connection {
 };
 
 std::uint64_t MonotonicNs();
+/// The text of the file CHAMELEON_TOPOLOGY names ("" when unset or unreadable, with a warning).
+std::string TopologyOverrideText();
 
 class DaemonImpl {
  public:
@@ -108,7 +110,8 @@ class DaemonImpl {
   DaemonOptions options_;
   Metrics metrics_;
   LendingMetrics lending_metrics_{*metrics_.registry()};
-  NodeLending node_{&lending_metrics_};  // leases and placement over every client
+  NodeLending node_{&lending_metrics_,
+                    TopologyOverrideText()};  // leases and placement over every client
   std::unique_ptr<prometheus::Exposer> exposer_;
   uv_loop_t loop_{};
   std::atomic<bool> loop_ready_{false};

@@ -37,6 +37,13 @@ std::uint64_t LeaseBook::Spare(const std::string& gpu) const {
   return g.capacity > used ? g.capacity - used : 0;
 }
 
+std::uint64_t LeaseBook::Lendable(const std::string& gpu) const {
+  auto it = gpus_.find(gpu);
+  if (it == gpus_.end() || it->second.paused || it->second.stopped) return 0;
+  const std::uint64_t used = it->second.peak + reserve_;
+  return it->second.capacity > used ? it->second.capacity - used : 0;
+}
+
 bool LeaseBook::Stopped(const std::string& gpu) const {
   auto it = gpus_.find(gpu);
   return it != gpus_.end() && it->second.stopped;

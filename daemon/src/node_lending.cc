@@ -76,9 +76,10 @@ std::vector<std::uint32_t> NodeLending::Round(std::uint64_t now_ns,
   SettleRevocations(now_ns, clients, &republish);
   if (options.node_placement) {
     Place(clients, options, &republish);
-  } else if (!numa_of_.empty()) {
+  } else {
     for (const auto& [id, numa] : numa_of_) AddOnce(&republish, id);  // back to plain host
     numa_of_.clear();
+    last_inputs_.clear();  // placement back on: place afresh
   }
   std::uint64_t leased = 0;
   for (const auto& [id, lease] : book_.leases()) leased += lease.bytes;
@@ -143,23 +144,21 @@ void NodeLending::SettleRevocations(std::uint64_t now_ns, const std::vector<Node
 
 void NodeLending::Place(const std::vector<NodeClient>& clients, const LendingOptions& options,
                         std::vector<std::uint32_t>* republish) {
-  // Inputs: what each client still needs and what each GPU can still lend. Unchanged inputs give
-  // the same answer (PlaceNode is deterministic), so only a change reruns it.
+  // Inputs: what each client swaps and what each GPU may lend in all. Each round places the
+  // whole node afresh and only grows leases towards its answer (a lease never shrinks short of a
+  // revocation), so unchanged inputs — PlaceNode is deterministic — need no rerun.
   std::string inputs;
-  std::vector<std::uint64_t> uncovered(clients.size(), 0);
-  for (std::size_t i = 0; i < clients.size(); ++i) {
-    std::uint64_t covered = 0;
-    for (const Lease& lease : book_.Active(clients[i].id)) covered += lease.bytes;
-    uncovered[i] = clients[i].demand_bytes > covered ? clients[i].demand_bytes - covered : 0;
-    const std::string gpu = OwnGpu(clients[i]);
-    inputs += std::to_string(clients[i].id) + ":" + std::to_string(uncovered[i]) + ":" +
-              std::to_string(book_.Spare(gpu)) + ";";
+  for (const NodeClient& c : clients) {
+    inputs += std::to_string(c.id) + ":" + std::to_string(c.demand_bytes) + ":" +
+              std::to_string(book_.Lendable(OwnGpu(c))) + ":" +
+              (options.borrowers.Allows(c.uid) ? "b;" : "-;");
   }
   if (inputs == last_inputs_) return;
   last_inputs_ = inputs;
 
   topology::NodeSources sources;
   sources.gpus = Reports(clients);
+  sources.override_yaml = topology_yaml_;
   topology::Node node;
   if (std::string error = topology::BuildNode(sources, &node); !error.empty()) {
     if (error != last_error_) spdlog::warn("node placement: the node cannot be built: {}", error);
@@ -177,9 +176,9 @@ void NodeLending::Place(const std::vector<NodeClient>& clients, const LendingOpt
     helper_numa.push_back(numa.id);
   }
   for (const topology::NodeGpu& gpu : node.gpus) {
-    const std::uint64_t spare = book_.Spare(gpu.pci_bus_id);
-    if (spare < kMinLendBytes) continue;
-    helpers.push_back({gpu.place, spare});
+    const std::uint64_t lendable = book_.Lendable(gpu.pci_bus_id);
+    if (lendable < kMinLendBytes) continue;
+    helpers.push_back({gpu.place, lendable});
     helper_gpu.push_back(gpu.pci_bus_id);
     helper_numa.push_back(-1);
   }
@@ -187,9 +186,9 @@ void NodeLending::Place(const std::vector<NodeClient>& clients, const LendingOpt
   std::vector<std::size_t> demand_client;
   for (std::size_t i = 0; i < clients.size(); ++i) {
     const int gpu = node.GpuIndex(OwnGpu(clients[i]));
-    if (uncovered[i] == 0 || gpu < 0) continue;
-    demands.push_back(
-        {node.gpus[gpu].place, uncovered[i], clients[i].window_s, clients[i].iteration_s});
+    if (clients[i].demand_bytes == 0 || gpu < 0) continue;
+    demands.push_back({node.gpus[gpu].place, clients[i].demand_bytes, clients[i].window_s,
+                       clients[i].iteration_s});
     demand_client.push_back(i);
   }
   if (demands.empty() || helpers.empty()) return;
@@ -229,11 +228,16 @@ void NodeLending::Place(const std::vector<NodeClient>& clients, const LendingOpt
     // anything else stays with the host share.
     const std::string& gpu = helper_gpu[g.helper];
     if (!options.borrowers.Allows(c.uid) || OrdinalOf(c.devices, gpu) < 0) continue;
-    const std::uint64_t id = book_.Grant(gpu, c.id, g.bytes);
+    std::uint64_t held = 0;
+    for (const Lease& lease : book_.Active(c.id)) held += lease.gpu == gpu ? lease.bytes : 0;
+    on_helper[g.helper] += std::max(held, g.bytes);
+    // Grow towards the answer as far as the GPU's spare allows (another lessee may still hold
+    // what this placement moved away from it).
+    const std::uint64_t more = std::min(g.bytes > held ? g.bytes - held : 0, book_.Spare(gpu));
+    const std::uint64_t id = more > 0 ? book_.Grant(gpu, c.id, more) : 0;
     if (id == 0) continue;
-    on_helper[g.helper] += g.bytes;
     const std::uint32_t owner = book_.leases().at(id).owner;
-    spdlog::info("lease {}: {} bytes of gpu {} (client {}) lent to client {}", id, g.bytes, gpu,
+    spdlog::info("lease {}: {} more bytes of gpu {} (client {}) lent to client {}", id, more, gpu,
                  owner, c.id);
     AddOnce(&owners, owner);
     AddOnce(&lessees, c.id);

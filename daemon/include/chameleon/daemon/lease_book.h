@@ -57,6 +57,8 @@ class LeaseBook {
   void Pause(const std::string& gpu);
   /// Bytes that may still be lent on `gpu` (0 for an unknown, paused or stopped GPU).
   std::uint64_t Spare(const std::string& gpu) const;
+  /// What `gpu` may lend in all, its current leases included: Spare() + LentOn() while lending.
+  std::uint64_t Lendable(const std::string& gpu) const;
   /// The GPU stopped lending after a hung lessee.
   bool Stopped(const std::string& gpu) const;
 

@@ -7,8 +7,9 @@
 // then writes a client's part into its policy: its leases (by its own ordinals), each entry's
 // tier and helper, and, for an owner, `lent_bytes`.
 //
-// Placement is incremental: a round only places demand its leases do not cover yet, and a lease
-// lasts until its owner asks for it back or either client leaves, so a steady node sees no churn.
+// Each placement covers the whole node (every client's demand, every GPU's lendable bytes, its
+// leases included); leases only grow towards its answer, and a lease lasts until its owner asks
+// for it back or either client leaves, so a steady node sees no churn.
 // Not thread-safe: the daemon's loop thread owns it.
 #pragma once
 
@@ -45,7 +46,10 @@ struct NodeClient {
 
 class NodeLending {
  public:
-  explicit NodeLending(LendingMetrics* metrics) : book_(0, 0), metrics_(metrics) {}
+  /// `topology_yaml`: CHAMELEON_TOPOLOGY's text ("" none), the link figures and host memory that
+  /// override what the node reports (topology::NodeSources::override_yaml).
+  NodeLending(LendingMetrics* metrics, std::string topology_yaml)
+      : book_(0, 0), metrics_(metrics), topology_yaml_(std::move(topology_yaml)) {}
 
   /// One round at `now_ns`. Returns the clients whose policy must be republished, in the order to
   /// publish them (owners whose limit drops before the lessees that may use the memory).
@@ -81,6 +85,7 @@ class NodeLending {
 
   LeaseBook book_;
   LendingMetrics* metrics_;
+  std::string topology_yaml_;
   std::map<std::uint32_t, int> numa_of_;  // client -> host NUMA node its host share goes to
   std::string last_inputs_;               // the last placement's inputs: unchanged, no rerun
   std::string last_error_;
