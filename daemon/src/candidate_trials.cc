@@ -151,4 +151,11 @@ void CandidateTrials::Describe(std::uint64_t applied, double iteration_s,
   j["duplicates"] = duplicates_;
 }
 
+void CandidateTrials::Republished(std::uint64_t from, std::uint64_t to) {
+  for (Candidate& c : candidates_) {
+    if (c.generation == from) c.generation = to;
+  }
+  if (chosen_generation_ == from) chosen_generation_ = to;
+}
+
 }  // namespace chameleon::daemon

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "config_lending.h"
 #include "config_reader.h"
 
 namespace chameleon::daemon {
@@ -123,8 +124,9 @@ void ReadLog(ConfigReader& r, const YAML::Node& n, ServiceConfig* c) {
 
 void ReadDocument(ConfigReader& r, const YAML::Node& root, ServiceConfig* c) {
   if (root.IsNull() || !root.IsDefined()) return;  // an empty file: all defaults
-  if (!r.CheckMap(root, "",
-                  {"socket", "metrics", "clients", "detection", "policy", "devices", "log"})) {
+  if (!r.CheckMap(
+          root, "",
+          {"socket", "metrics", "clients", "detection", "policy", "devices", "log", "lending"})) {
     return;
   }
   ReadSocket(r, root["socket"], c);
@@ -133,6 +135,7 @@ void ReadDocument(ConfigReader& r, const YAML::Node& root, ServiceConfig* c) {
   ReadDetection(r, root["detection"], c);
   ReadPolicy(r, root["policy"], c);
   ReadDevices(r, root["devices"], c);
+  detail::ReadLending(r, root["lending"], &c->daemon.lending);
   ReadLog(r, root["log"], c);
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "chameleon/daemon/config_file.h"
+#include "config_lending.h"
 
 namespace chameleon::daemon {
 
@@ -72,6 +73,7 @@ void EmitPolicy(YAML::Emitter& out, const ServiceConfig& c) {
         << YAML::Key << "memory_limit" << YAML::Value << d.limit_bytes << YAML::EndMap;
   }
   out << YAML::EndSeq;
+  detail::EmitLending(out, c.daemon.lending);
   out << YAML::Key << "log" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "level" << YAML::Value << c.log_level << YAML::EndMap;
 }

@@ -212,6 +212,7 @@ void DaemonImpl::HandleHello(Connection* conn, std::span<const std::uint8_t> pay
   const std::uint64_t bytes = segment.bytes();
   conn->session = std::make_shared<ClientSession>(std::move(identity), std::move(segment), options_,
                                                   &metrics_, MonotonicNs());
+  conn->session->SetNode(&node_);
   const ClientIdentity& who = conn->session->identity();
   clients_[who.id] = conn;
   client_count = static_cast<int>(clients_.size());
@@ -293,7 +294,10 @@ void DaemonImpl::CloseConnection(Connection* conn, const std::string& reason, bo
     node_view_.RemoveClient(who.id);
     client_count = static_cast<int>(clients_.size());
     metrics_.clients().Set(double(clients_.size()));
+    const std::uint32_t id = who.id;
     conn->session.reset();  // unmaps the segment
+    // Its leases die with it; those on its GPU are revoked (docs/daemon.md "Node placement").
+    RepublishClients(node_.ClientGone(id, MonotonicNs()));
   }
   for (int fd : conn->fds) close(fd);
   conn->fds.clear();

@@ -120,14 +120,16 @@ void DaemonImpl::HandleControl(Connection* conn, std::string_view request) {
     reply["disabled"] = command == "disable";
   } else if (command == "topology") {
     reply["topology"] = NodeViewToJson(node_view_);
+  } else if (command == "leases") {
+    node_.Describe(&reply);
   } else if (command == "metrics") {
     reply["text"] = metrics_.Serialize();
     reply["metrics_port"] = metrics_port.load();
   } else {
     metrics_.bad_input(BadInput::kBadControl).Increment();
     SendReply(conn, Error("unknown command '" + command +
-                          "' (status, clients, client, dump-profile, disable, enable, metrics, "
-                          "topology)")
+                          "' (status, clients, client, dump-profile, disable, enable, leases, "
+                          "metrics, topology)")
                         .dump());
     return;
   }

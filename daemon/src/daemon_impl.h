@@ -19,7 +19,9 @@
 #include <vector>
 
 #include "chameleon/daemon/client_session.h"
+#include "chameleon/daemon/lending_metrics.h"
 #include "chameleon/daemon/metrics.h"
+#include "chameleon/daemon/node_lending.h"
 #include "chameleon/daemon/node_view.h"
 #include "chameleon/daemon/options.h"
 #include "chameleon/ipc/socket_protocol.h"
@@ -45,6 +47,8 @@ struct Connection {
 };
 
 std::uint64_t MonotonicNs();
+/// The text of the file CHAMELEON_TOPOLOGY names ("" when unset or unreadable, with a warning).
+std::string TopologyOverrideText();
 
 class DaemonImpl {
  public:
@@ -78,6 +82,11 @@ class DaemonImpl {
   void OnStop();
   // --- live_options.cc ---
   void OnOptionsUpdate();
+  // --- node_rounds.cc ---
+  /// One node-placement round over every client (housekeeping timer).
+  void RunNodeRound(std::uint64_t now_ns);
+  /// Republishes the policies of the clients `ids` still connected, in that order.
+  void RepublishClients(const std::vector<std::uint32_t>& ids);
 
  private:
   void StartUpdates();
@@ -101,6 +110,9 @@ class DaemonImpl {
 
   DaemonOptions options_;
   Metrics metrics_;
+  LendingMetrics lending_metrics_{*metrics_.registry()};
+  NodeLending node_{&lending_metrics_,
+                    TopologyOverrideText()};  // leases and placement over every client
   std::unique_ptr<prometheus::Exposer> exposer_;
   uv_loop_t loop_{};
   std::atomic<bool> loop_ready_{false};

@@ -23,3 +23,15 @@ std::uint64_t EffectiveDeviceLimit(std::uint64_t configured, std::uint64_t clien
 }
 
 }  // namespace chameleon::daemon
+
+namespace chameleon::daemon {
+
+bool UidRule::Allows(std::uint32_t uid) const {
+  return all || std::find(uids.begin(), uids.end(), uid) != uids.end();
+}
+
+bool LendingOptions::LendsGpu(const std::string& gpu) const {
+  return all_gpus || std::find(gpus.begin(), gpus.end(), gpu) != gpus.end();
+}
+
+}  // namespace chameleon::daemon

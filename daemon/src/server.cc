@@ -230,6 +230,7 @@ void DaemonImpl::OnHousekeepingTimer() {
   }
   for (auto& f : failed) CloseConnection(f.conn, f.why, f.clean);
   metrics_.clients().Set(double(clients_.size()));
+  RunNodeRound(now);
 }
 
 Connection* DaemonImpl::FindClient(std::uint32_t id) {

@@ -7,6 +7,8 @@
 // a client whose marks stop coming still reaches STABLE).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "chameleon/daemon/client_session.h"
 
 namespace chameleon::daemon {
@@ -97,7 +99,7 @@ void ClientSession::UpdateStageHold(std::uint64_t now_ns) {
   loop_.tracker()->SetGenPolicyHold(hold, StageHold::MaxSteps(trials_.configs()));
 }
 
-std::uint64_t ClientSession::DeviceLimit() const {
+std::uint64_t ClientSession::OwnLimit() const {
   // Read at each generation, so a reloaded `devices` limit is used by the next candidate.
   const std::uint64_t client =
       segment_.header()->device_limit_bytes.load(std::memory_order_acquire);
@@ -105,6 +107,41 @@ std::uint64_t ClientSession::DeviceLimit() const {
   if (devices.empty()) return EffectiveDeviceLimit(0, client, 0);
   return EffectiveDeviceLimit(ConfiguredDeviceLimit(options_, devices.front().ordinal), client,
                               devices.front().total_memory);
+}
+
+std::uint64_t ClientSession::DeviceLimit() const {
+  // What the node lent of this GPU to other clients is not this client's to plan for. The book
+  // lends at most OwnLimit() − peak − reserve, so the difference stays positive.
+  const std::uint64_t limit = OwnLimit();
+  const std::uint64_t lent = node_ != nullptr ? node_->LentBy(identity_.id) : 0;
+  return limit - std::min(limit, lent);
+}
+
+NodeClient ClientSession::NodeView() const {
+  const ipc::SegmentHeader* h = segment_.header();
+  NodeClient view;
+  view.id = identity_.id;
+  view.uid = static_cast<std::uint32_t>(identity_.uid);
+  view.devices = identity_.hello.devices;
+  view.limit_bytes = OwnLimit();
+  view.peak_bytes = h->device_bytes_peak.load(std::memory_order_relaxed);
+  view.reclaim_request_bytes = h->reclaim_request_bytes.load(std::memory_order_acquire);
+  view.leases_applied_generation = h->leases_applied_generation.load(std::memory_order_acquire);
+  if (base_ && !disabled_) {
+    for (const ipc::SwapEntry& e : base_->entries) view.demand_bytes += e.bytes;
+    view.iteration_s = base_->summary.predicted_iteration_s;
+    // The plan's predicted stall is the part of its transfers compute did not hide.
+    view.window_s = std::max(0.0, view.iteration_s - base_->summary.predicted_stall_s);
+  }
+  return view;
+}
+
+void ClientSession::Republish() {
+  const std::uint64_t from = publisher_.generation();
+  std::optional<ipc::Policy> base = base_;
+  Publish(base ? &*base : nullptr);
+  // The same plan under a new generation: its measurements carry over (CandidateTrials).
+  if (base && publisher_.generation() != from) trials_.Republished(from, publisher_.generation());
 }
 
 bool ClientSession::ProfileFitsIteration() const {
@@ -169,8 +206,17 @@ void ClientSession::InstallCandidate(CandidateResult result) {
 
 void ClientSession::Publish(const ipc::Policy* base) {
   const IterationTracker* tracker = loop_.tracker();
-  publisher_.Publish(base, stage(), tracker ? tracker->iteration_ops() : 0,
+  if (base != nullptr) {
+    base_ = *base;
+  } else {
+    base_.reset();
+  }
+  ipc::Policy policy = base != nullptr ? *base : ipc::Policy{};
+  if (node_ != nullptr)
+    node_->Decorate(identity_.id, identity_.hello.devices, DeviceLimit(), &policy);
+  publisher_.Publish(&policy, stage(), tracker ? tracker->iteration_ops() : 0,
                      tracker ? tracker->signature() : std::vector<std::uint32_t>{});
+  if (node_ != nullptr) node_->Published(identity_.id, publisher_.generation());
   const bool swaps = base != nullptr && !base->entries.empty();
   if (swaps) {
     swaps_published_ = true;

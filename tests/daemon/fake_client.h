@@ -35,15 +35,14 @@ inline ipc::SegmentGeometry SmallGeometry() {
 class FakeClient {
  public:
   /// Connects and completes the handshake; nullptr (with *error) when the daemon refuses.
+  /// `devices`: the HELLO's device facts (empty: one device of `device_memory` at bus
+  /// 0000:01:00.0, ordinal 0); the first is the client's own GPU.
   static std::unique_ptr<FakeClient> Connect(const std::string& socket_path, std::string* error,
                                              std::uint64_t device_memory = 1ull << 30,
-                                             ipc::SegmentGeometry geometry = SmallGeometry()) {
-    ipc::DeviceFacts device{};
-    device.ordinal = 0;
-    device.host_numa_node = 0;
-    device.total_memory = device_memory;
-    std::snprintf(device.pci_bus_id, sizeof(device.pci_bus_id), "0000:01:00.0");
-    return ConnectWithDevices(socket_path, error, {device}, geometry);
+                                             ipc::SegmentGeometry geometry = SmallGeometry(),
+                                             std::vector<ipc::DeviceFacts> devices = {}) {
+    if (devices.empty()) devices.push_back(Device(0, "0000:01:00.0", device_memory));
+    return ConnectWithDevices(socket_path, error, std::move(devices), geometry);
   }
 
   /// Connects with these device facts in HELLO (a client seeing several GPUs of a node).
@@ -94,6 +93,18 @@ class FakeClient {
     client->ring_ = client->segment_.ring_producer();
     client->names_ = client->segment_.name_writer();
     return client;
+  }
+
+  /// One HELLO device row.
+  static ipc::DeviceFacts Device(std::int32_t ordinal, const char* bus_id, std::uint64_t memory,
+                                 std::uint64_t peer_mask = 0) {
+    ipc::DeviceFacts device{};
+    device.ordinal = ordinal;
+    device.host_numa_node = 0;
+    device.total_memory = memory;
+    device.peer_mask = peer_mask;
+    std::snprintf(device.pci_bus_id, sizeof(device.pci_bus_id), "%s", bus_id);
+    return device;
   }
 
   ~FakeClient() {

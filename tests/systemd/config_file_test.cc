@@ -164,11 +164,43 @@ TEST(ConfigFileTest, KnowsEveryOptionField) {
   EXPECT_EQ(sizeof(DetectionOptions), 80u) << "DetectionOptions changed: update the config file";
   // DaemonOptions::deduplicate_candidates is not a config key either: turning it off exists for
   // comparison with the paper's behaviour and for tests that need one generation per config.
-  EXPECT_EQ(sizeof(DaemonOptions), 320u) << "DaemonOptions changed: update the config file";
+  EXPECT_EQ(sizeof(DaemonOptions), 432u) << "DaemonOptions changed: update the config file";
   // GeneratorOptions::release_at_issue is not a config key: the daemon always plans for the
   // shim's executor, which releases memory when transfers are issued (session_policy.cc).
   EXPECT_EQ(sizeof(policy::GeneratorOptions), 88u) << "GeneratorOptions changed: update the config";
   EXPECT_EQ(sizeof(DeviceLimit), 16u) << "DeviceLimit changed: update the config file";
+  EXPECT_EQ(sizeof(LendingOptions), 112u) << "LendingOptions changed: update the config file";
+}
+
+TEST(ConfigFileTest, ReadsTheLendingSection) {
+  const ConfigResult r = ParseConfigText(
+      "lending: {placement: host, gpus: [0000:18:00.0, 0000:2A:00.0, 0000:18:00.0],\n"
+      "          lender_uids: [1000, 0], borrower_uids: all, reserve: 2GiB,\n"
+      "          revoke_deadline_ms: 250}\n",
+      "t.yaml");
+  ASSERT_TRUE(r.ok()) << r.ErrorText();
+  const LendingOptions& l = r.config.daemon.lending;
+  EXPECT_FALSE(l.node_placement);
+  EXPECT_FALSE(l.all_gpus);
+  // Lower-cased (HELLO's spelling), duplicates dropped.
+  EXPECT_EQ(l.gpus, (std::vector<std::string>{"0000:18:00.0", "0000:2a:00.0"}));
+  EXPECT_TRUE(l.LendsGpu("0000:2a:00.0"));
+  EXPECT_FALSE(l.LendsGpu("0000:3b:00.0"));
+  EXPECT_FALSE(l.lenders.all);
+  EXPECT_TRUE(l.lenders.Allows(0));
+  EXPECT_FALSE(l.lenders.Allows(1001));
+  EXPECT_TRUE(l.borrowers.Allows(1001));
+  EXPECT_EQ(l.reserve_bytes, 2ull << 30);
+  EXPECT_EQ(l.revoke_deadline_ns, 250'000'000u);
+  const ConfigResult back = ParseConfigText(ToYaml(r.config), "roundtrip");
+  ASSERT_TRUE(back.ok()) << back.ErrorText() << "\n" << ToYaml(r.config);
+  EXPECT_EQ(ToYaml(back.config), ToYaml(r.config));
+  const ConfigResult all = ParseConfigText("lending: {gpus: all}", "t.yaml");
+  ASSERT_TRUE(all.ok()) << all.ErrorText();
+  EXPECT_TRUE(all.config.daemon.lending.LendsGpu("0000:99:00.0"));
+  EXPECT_EQ(ParseConfigText(ToYaml(all.config), "rt").config.daemon.lending.all_gpus, true);
+  // Off by default: no GPU lends until the operator opts it in.
+  EXPECT_FALSE(LendingOptions{}.LendsGpu("0000:18:00.0"));
 }
 
 /// "section.key" for every key of a document in the file's schema.
@@ -212,7 +244,7 @@ constexpr BadCase kBadCases[] = {
     {"- a\n- b\n", "(top level): expected a map, got a list"},
     {"sockets: {}",
      "sockets: unknown key (expected one of: socket, metrics, clients, detection, "
-     "policy, devices, log)"},
+     "policy, devices, log, lending)"},
     {"socket: /run/x.sock", "socket: expected a map, got '/run/x.sock'"},
     {"socket: {path: rel.sock}",
      "socket.path: expected an absolute path of at most 107 bytes, got 'rel.sock'"},
@@ -298,6 +330,21 @@ constexpr BadCase kBadCases[] = {
      "devices[0].index: expected an integer in [0, 1023], got '2000'"},
     {"devices: [{index: 1, memory_limit: 1GiB}, {index: 1, memory_limit: 2GiB}]",
      "devices[1].index: expected a device index not listed before, got '1' again"},
+    {"lending: {placement: peer}",
+     "lending.placement: expected 'node' (peer GPUs and NUMA nodes) or 'host' (host memory "
+     "only), got 'peer'"},
+    {"lending: {gpus: some}", "lending.gpus: expected 'all' or a list of PCI bus ids, got 'some'"},
+    {"lending: {gpus: [\"0:18:00.0\"]}",
+     "lending.gpus[0]: expected a PCI bus id such as 0000:18:00.0, got '0:18:00.0'"},
+    {"lending: {lender_uids: [root]}",
+     "lending.lender_uids[0]: expected a uid (an integer in [0, 4294967295]), got 'root'"},
+    {"lending: {borrower_uids: 5}",
+     "lending.borrower_uids: expected 'all' or a list of uids, got '5'"},
+    {"lending: {revoke_deadline_ms: 1}",
+     "lending.revoke_deadline_ms: expected an integer in [10, 600000], got '1'"},
+    {"lending: {lease: 1}",
+     "lending.lease: unknown key (expected one of: placement, gpus, lender_uids, borrower_uids, "
+     "reserve, revoke_deadline_ms)"},
     {"devices: [{index: 0, memory_limit: 1GiB, uuid: x}]",
      "devices[0].uuid: unknown key (expected one of: index, memory_limit)"},
     {"log: {level: loud}",

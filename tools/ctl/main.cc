@@ -1,6 +1,6 @@
 // chameleonctl: inspect and steer a running chameleond over its UNIX socket.
 //   chameleonctl [--socket PATH] [--json] status | clients | client ID | dump-profile ID FILE |
-//                disable ID | enable ID | metrics | topology
+//                disable ID | enable ID | leases | metrics | topology
 // --json may appear anywhere on the line. Exit status: 0 ok, 1 the daemon said no or is not
 // reachable, 2 usage error.
 #include <CLI/CLI.hpp>
@@ -33,6 +33,22 @@ void PrintClients(const json& clients) {
   PrintTable(std::cout, rows);
 }
 
+/// `leases`: one line per lease, then the revocation counts and the placement's cost.
+void PrintLeases(const json& reply) {
+  std::vector<std::vector<std::string>> rows{
+      {"LEASE", "GPU", "OWNER", "LESSEE", "BYTES", "STATE", "OMITTED_BY"}};
+  for (const json& l : reply["leases"]) {
+    rows.push_back({Cell(l["id"]), Cell(l["gpu"]), Cell(l["owner"]), Cell(l["lessee"]),
+                    Cell(l["bytes"]), Cell(l["state"]), Cell(l["omitted_generation"])});
+  }
+  PrintTable(std::cout, rows);
+  std::cout << "revocations: " << Cell(reply["revocations"]["completed"]) << " completed, "
+            << Cell(reply["revocations"]["hung"]) << " hung\n"
+            << "placement cost: " << Cell(reply["placement"]["cost_s"]) << " s";
+  const std::string error = reply["placement"]["error"].get<std::string>();
+  std::cout << (error.empty() ? "" : " (" + error + ")") << '\n';
+}
+
 /// Prints a successful reply in text form.
 void PrintText(const std::string& command, const json& reply) {
   if (command == "status") {
@@ -41,6 +57,8 @@ void PrintText(const std::string& command, const json& reply) {
     PrintClients(reply["clients"]);
   } else if (command == "client") {
     chameleon::ctl::PrintClient(std::cout, reply["client"]);
+  } else if (command == "leases") {
+    PrintLeases(reply);
   } else if (command == "metrics") {
     std::cout << reply["text"].get<std::string>();
   } else if (command == "topology") {
@@ -74,6 +92,7 @@ int Run(int argc, char** argv) {
   app.add_subcommand("enable", "Undo disable (root or the client's uid only)")
       ->add_option("id", id)
       ->required();
+  app.add_subcommand("leases", "Peer-HBM leases between clients, revocations, placement cost");
   app.add_subcommand("metrics", "The Prometheus exposition, as /metrics serves it");
   app.add_subcommand("topology", "The node: GPUs and NUMA nodes, links each way, hops, provenance");
   try {

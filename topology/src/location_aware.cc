@@ -113,7 +113,8 @@ void NormaliseGrants(std::vector<Grant>& grants) {
   grants = std::move(merged);
 }
 
-bool MutatePairing(std::vector<Grant>& grants, const std::vector<Helper>& helpers, Rng& rng) {
+bool MutatePairing(std::vector<Grant>& grants, const std::vector<Helper>& helpers, Rng& rng,
+                   std::uint64_t quantum) {
   if (grants.empty()) return false;
   std::vector<std::uint64_t> free(helpers.size());
   for (std::size_t h = 0; h < helpers.size(); ++h) free[h] = helpers[h].bytes;
@@ -125,7 +126,10 @@ bool MutatePairing(std::vector<Grant>& grants, const std::vector<Helper>& helper
   }
   if (targets.empty()) return false;
   const int to = targets[rng.Index(targets.size())];
-  const std::uint64_t moved = std::min(picked.bytes, free[to]);
+  const std::uint64_t fits = std::min(picked.bytes, free[to]);
+  // No draw when quantum is 0, so the planner's sequences are the same as before quanta.
+  const std::uint64_t units = quantum > 0 ? fits / quantum : 0;
+  const std::uint64_t moved = units > 0 ? quantum * (1 + rng.Below(units)) : fits;
   for (Grant& g : grants) {
     if (g.sender == picked.sender && g.helper == picked.helper && g.bytes > 0) {
       g.bytes -= moved;

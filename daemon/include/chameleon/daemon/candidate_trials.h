@@ -81,6 +81,9 @@ class CandidateTrials {
   bool Pending(bool device_limited) const;
   /// The best measured device time; with no measurement at all, the first candidate.
   const Candidate* Best() const;
+  /// The policy published as `from` was published again, unchanged but for its placement, as
+  /// `to` (node placement's leases): intervals under `to` count for the same candidate.
+  void Republished(std::uint64_t from, std::uint64_t to);
   /// STABLE: `best` (Best(), or nullptr) is chosen and was republished as `generation`.
   void Choose(const Candidate* best, std::uint64_t generation);
 

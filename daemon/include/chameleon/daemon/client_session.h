@@ -39,6 +39,7 @@
 #include "chameleon/daemon/iteration_tracker.h"
 #include "chameleon/daemon/loop_boundary.h"
 #include "chameleon/daemon/metrics.h"
+#include "chameleon/daemon/node_lending.h"
 #include "chameleon/daemon/options.h"
 #include "chameleon/daemon/pointer_exclusions.h"
 #include "chameleon/daemon/policy_publisher.h"
@@ -106,6 +107,15 @@ class ClientSession {
   /// new boundary patterns to a client whose boundary is not known yet. session_options.cc.
   void OptionsChanged();
 
+  // --- Node placement (NodeLending, daemon-wide; session_policy.cc). ---
+  /// Every policy this session publishes carries its part of `node`'s placement (nullptr: none).
+  void SetNode(NodeLending* node) { node_ = node; }
+  /// What node placement needs to know of this client now.
+  NodeClient NodeView() const;
+  /// Publishes the policy in force again as a new generation, with the node's current leases
+  /// and limit (a lease granted or revoked, a limit lowered or restored).
+  void Republish();
+
   /// chameleonctl disable/enable: the shim passes through while disabled.
   void SetDisabled(bool disabled);
   /// Tells the shim the daemon is going away (it keeps its last policy).
@@ -141,8 +151,11 @@ class ClientSession {
   /// Publishes `base` (nullptr: the stage and boundary only) with the current stage.
   void Publish(const ipc::Policy* base);
   void CopyCounters();
-  /// The device limit a candidate is planned for (0: none, nothing to plan).
+  /// The device limit a candidate is planned for (0: none, nothing to plan): OwnLimit() less what
+  /// the node lent of this client's GPU.
   std::uint64_t DeviceLimit() const;
+  /// The limit the operator, the job and the device allow this client (before any lending).
+  std::uint64_t OwnLimit() const;
 
   ClientIdentity identity_;
   ipc::Segment segment_;
@@ -167,6 +180,10 @@ class ClientSession {
   CandidateTrials trials_;
   StageHold hold_;
   PolicyPublisher publisher_;
+  NodeLending* node_ = nullptr;
+  // The last policy published, as planned (before the node's decoration): what Republish() sends
+  // again and what the node's placement reads this client's demand from.
+  std::optional<ipc::Policy> base_;
   // The first generation published after the last one with swaps (a profile may be timed by
   // intervals under it or later); swaps_published_: the last one published had swaps.
   std::uint64_t no_swaps_since_ = 0;

@@ -43,6 +43,32 @@ struct DeviceLimit {
   std::uint64_t limit_bytes = 0;  ///< > 0
 };
 
+/// Who may take part in lending: everyone, or the listed uids.
+struct UidRule {
+  bool all = true;                  ///< true: every uid (the GPU opt-in is the real gate)
+  std::vector<std::uint32_t> uids;  ///< when !all: these uids only
+  bool Allows(std::uint32_t uid) const;
+};
+
+/// Node placement and peer-HBM leases (docs/daemon.md "Node placement and leases"). Lending is
+/// off until the operator opts GPUs in: a GPU may run processes that are not the daemon's
+/// clients, whose memory use no client's peak shows.
+struct LendingOptions {
+  /// false: every client's swaps go to its own host memory (the config's `placement: host`).
+  bool node_placement = true;
+  bool all_gpus = false;                     ///< every GPU a client reports may lend (`gpus: all`)
+  std::vector<std::string> gpus;             ///< else these PCI bus ids (lower-case) only
+  UidRule lenders;                           ///< uids whose GPUs may be lent
+  UidRule borrowers;                         ///< uids that may hold peer memory
+  std::uint64_t reserve_bytes = 1ull << 30;  ///< kept free on a lent GPU beyond the owner's peak
+  /// From a revocation to the lessee's proof that it moved the bytes home. 5 s: the lessee picks a
+  /// new policy up at its next iteration boundary (seconds for a large step) and then copies tens
+  /// of GB over a ~50 GB/s host link.
+  std::uint64_t revoke_deadline_ns = 5'000'000'000;
+  /// `gpu` (a PCI bus id) is opted in.
+  bool LendsGpu(const std::string& gpu) const;
+};
+
 /// Settings of the daemon process.
 struct DaemonOptions {
   std::string socket_path = ipc::kDefaultSocketPath;
@@ -69,6 +95,7 @@ struct DaemonOptions {
   /// generation per configuration). Not in the YAML or the flags.
   bool deduplicate_candidates = true;
   std::vector<DeviceLimit> device_limits;  ///< unique indices (the config reader checks)
+  LendingOptions lending;
 };
 
 /// The configured limit for device `ordinal`, or 0 when `options` has none for it.

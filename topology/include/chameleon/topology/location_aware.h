@@ -64,7 +64,11 @@ std::string CheckAllocation(const std::vector<Sender>& senders, const std::vecto
 void NormaliseGrants(std::vector<Grant>& grants);
 
 /// Op4: moves (part of) one random grant to another Helper with free room. False if none can.
-bool MutatePairing(std::vector<Grant>& grants, const std::vector<Helper>& helpers, Rng& rng);
+/// With `quantum` 0 it moves the whole grant, or what fits; otherwise a uniformly drawn number
+/// of quanta that fits (what is left when less than one quantum fits), so that node placement
+/// can split a grant and the search space is countable.
+bool MutatePairing(std::vector<Grant>& grants, const std::vector<Helper>& helpers, Rng& rng,
+                   std::uint64_t quantum = 0);
 /// Op5: two grants of different Senders on different Helpers swap Helpers for the smaller of
 /// their byte counts, so every Helper's load is unchanged. False if no such pair exists.
 bool ExchangePairings(std::vector<Grant>& grants, Rng& rng);

@@ -1,0 +1,324 @@
+#include "chameleon/daemon/node_lending.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "chameleon/topology/node.h"
+#include "chameleon/topology/node_placement.h"
+
+namespace chameleon::daemon {
+namespace {
+
+/// A GPU smaller than this spare is not offered: a lease of a few MiB costs the lessee a policy
+/// republish and the owner a limit change for no measurable gain.
+constexpr std::uint64_t kMinLendBytes = 64ull << 20;
+/// Op4 of the optimiser moves bytes in these steps: fine enough for GPU-sized spares, coarse
+/// enough that a round over a node's handful of GPUs takes milliseconds.
+constexpr std::uint64_t kPlacementQuantum = 256ull << 20;
+
+/// The bus id a DeviceFacts row carries, lower-case (HELLO's field is NUL-terminated by
+/// validation, but a bounded read costs nothing).
+std::string BusOf(const ipc::DeviceFacts& d) {
+  std::string bus(d.pci_bus_id, strnlen(d.pci_bus_id, sizeof(d.pci_bus_id)));
+  for (char& c : bus) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return bus;
+}
+
+/// This process's ordinal of GPU `bus`, or -1 when it cannot see it.
+int OrdinalOf(const std::vector<ipc::DeviceFacts>& devices, const std::string& bus) {
+  for (const ipc::DeviceFacts& d : devices) {
+    if (BusOf(d) == bus) return d.ordinal;
+  }
+  return -1;
+}
+
+std::string OwnGpu(const NodeClient& c) {
+  return c.devices.empty() ? std::string() : BusOf(c.devices.front());
+}
+
+/// The clients' device facts as topology::BuildNode takes them.
+std::vector<topology::GpuReport> Reports(const std::vector<NodeClient>& clients) {
+  std::vector<topology::GpuReport> reports;
+  for (const NodeClient& c : clients) {
+    for (const ipc::DeviceFacts& d : c.devices) {
+      topology::GpuReport r;
+      r.pci_bus_id = BusOf(d);
+      r.ordinal = d.ordinal;
+      r.host_numa_node = d.host_numa_node;
+      r.total_memory = d.total_memory;
+      for (const ipc::DeviceFacts& peer : c.devices) {
+        if (peer.ordinal >= 0 && peer.ordinal < 64 && (d.peer_mask >> peer.ordinal & 1u) != 0) {
+          r.peers.push_back(BusOf(peer));
+        }
+      }
+      reports.push_back(std::move(r));
+    }
+  }
+  return reports;
+}
+
+void AddOnce(std::vector<std::uint32_t>* ids, std::uint32_t id) {
+  if (std::find(ids->begin(), ids->end(), id) == ids->end()) ids->push_back(id);
+}
+
+}  // namespace
+
+std::vector<std::uint32_t> NodeLending::Round(std::uint64_t now_ns,
+                                              const std::vector<NodeClient>& clients,
+                                              const LendingOptions& options) {
+  book_.SetRules(options.reserve_bytes, options.revoke_deadline_ns);
+  std::vector<std::uint32_t> republish;
+  UpdateLenders(now_ns, clients, options, &republish);
+  SettleRevocations(now_ns, clients, &republish);
+  if (options.node_placement) {
+    Place(clients, options, &republish);
+  } else {
+    for (const auto& [id, numa] : numa_of_) AddOnce(&republish, id);  // back to plain host
+    numa_of_.clear();
+    last_inputs_.clear();  // placement back on: place afresh
+  }
+  std::uint64_t leased = 0;
+  for (const auto& [id, lease] : book_.leases()) leased += lease.bytes;
+  metrics_->active_leases().Set(double(book_.leases().size()));
+  metrics_->leased_bytes().Set(double(leased));
+  return republish;
+}
+
+void NodeLending::UpdateLenders(std::uint64_t now_ns, const std::vector<NodeClient>& clients,
+                                const LendingOptions& options,
+                                std::vector<std::uint32_t>* republish) {
+  std::map<std::string, std::vector<const NodeClient*>> owners;  // GPU -> clients it is first of
+  for (const NodeClient& c : clients) {
+    if (!c.devices.empty()) owners[OwnGpu(c)].push_back(&c);
+  }
+  for (const auto& [gpu, on] : owners) {
+    const NodeClient& owner = *on.front();
+    // A GPU two clients run on has no single owner whose peak bounds its use; one whose owner
+    // swaps itself or asks memory back has nothing to spare.
+    const bool lendable = options.node_placement && on.size() == 1 && options.LendsGpu(gpu) &&
+                          options.lenders.Allows(owner.uid) && owner.demand_bytes == 0 &&
+                          owner.reclaim_request_bytes == 0;
+    if (lendable) {
+      book_.SetLender(gpu, owner.id, owner.limit_bytes, owner.peak_bytes);
+      continue;
+    }
+    book_.Pause(gpu);
+    const std::vector<std::uint32_t> lessees = book_.Revoke(gpu, now_ns);
+    if (lessees.empty()) continue;
+    spdlog::info(
+        "gpu {}: revoking its leases to {} client(s) (owner client {} asks {} bytes back, swaps "
+        "{} bytes itself, {} client(s) on it)",
+        gpu, lessees.size(), owner.id, owner.reclaim_request_bytes, owner.demand_bytes, on.size());
+    for (std::uint32_t lessee : lessees) AddOnce(republish, lessee);
+  }
+}
+
+void NodeLending::SettleRevocations(std::uint64_t now_ns, const std::vector<NodeClient>& clients,
+                                    std::vector<std::uint32_t>* republish) {
+  for (const NodeClient& c : clients) {
+    for (const RevocationOutcome& done : book_.Applied(c.id, c.leases_applied_generation)) {
+      ++completed_;
+      metrics_->completed().Increment();
+      spdlog::info("lease {}: revoked; client {} moved its {} bytes of gpu {} home (generation {})",
+                   done.lease.id, done.lease.lessee, done.lease.bytes, done.lease.gpu,
+                   done.lease.omitted_generation);
+      AddOnce(republish, done.lease.owner);  // its limit comes back
+    }
+  }
+  for (const RevocationOutcome& hung : book_.Expire(now_ns)) {
+    ++hung_;
+    metrics_->hung().Increment();
+    spdlog::error(
+        "lease {}: client {} did not give back {} bytes of gpu {} by the deadline (policy {} "
+        "omits the lease); the lessee is hung: gpu {} lends no more while client {} owns it, and "
+        "the owner's limit is restored",
+        hung.lease.id, hung.lease.lessee, hung.lease.bytes, hung.lease.gpu,
+        hung.lease.omitted_generation, hung.lease.gpu, hung.lease.owner);
+    AddOnce(republish, hung.lease.owner);
+  }
+}
+
+void NodeLending::Place(const std::vector<NodeClient>& clients, const LendingOptions& options,
+                        std::vector<std::uint32_t>* republish) {
+  // Inputs: what each client swaps and what each GPU may lend in all. Each round places the
+  // whole node afresh and only grows leases towards its answer (a lease never shrinks short of a
+  // revocation), so unchanged inputs — PlaceNode is deterministic — need no rerun.
+  std::string inputs;
+  for (const NodeClient& c : clients) {
+    inputs += std::to_string(c.id) + ":" + std::to_string(c.demand_bytes) + ":" +
+              std::to_string(book_.Lendable(OwnGpu(c))) + ":" +
+              (options.borrowers.Allows(c.uid) ? "b;" : "-;");
+  }
+  if (inputs == last_inputs_) return;
+  last_inputs_ = inputs;
+
+  topology::NodeSources sources;
+  sources.gpus = Reports(clients);
+  sources.override_yaml = topology_yaml_;
+  topology::Node node;
+  if (std::string error = topology::BuildNode(sources, &node); !error.empty()) {
+    if (error != last_error_) spdlog::warn("node placement: the node cannot be built: {}", error);
+    last_error_ = error;
+    return;
+  }
+  // Helpers: every host NUMA node (the daemon does not see other host tenants: its capacity is
+  // all it knows), then each GPU with enough to lend.
+  std::vector<topology::Helper> helpers;
+  std::vector<std::string> helper_gpu;  // "" for a NUMA node
+  std::vector<int> helper_numa;
+  for (const topology::NodeNuma& numa : node.numa) {
+    helpers.push_back({numa.place, numa.capacity});
+    helper_gpu.emplace_back();
+    helper_numa.push_back(numa.id);
+  }
+  for (const topology::NodeGpu& gpu : node.gpus) {
+    const std::uint64_t lendable = book_.Lendable(gpu.pci_bus_id);
+    if (lendable < kMinLendBytes) continue;
+    helpers.push_back({gpu.place, lendable});
+    helper_gpu.push_back(gpu.pci_bus_id);
+    helper_numa.push_back(-1);
+  }
+  std::vector<topology::SwapDemand> demands;
+  std::vector<std::size_t> demand_client;
+  for (std::size_t i = 0; i < clients.size(); ++i) {
+    const int gpu = node.GpuIndex(OwnGpu(clients[i]));
+    if (clients[i].demand_bytes == 0 || gpu < 0) continue;
+    demands.push_back({node.gpus[gpu].place, clients[i].demand_bytes, clients[i].window_s,
+                       clients[i].iteration_s});
+    demand_client.push_back(i);
+  }
+  if (demands.empty() || helpers.empty()) return;
+
+  topology::NodePlacementOptions popts;
+  popts.quantum = kPlacementQuantum;
+  const topology::NodePlacement placed =
+      topology::PlaceNode(node.topology, demands, helpers, popts);
+  metrics_->rounds().Increment();
+  metrics_->cost().Set(placed.global_cost);
+  last_cost_ = placed.global_cost;
+  if (placed.allocation.error != last_error_ && !placed.allocation.ok()) {
+    spdlog::warn("node placement: {}", placed.allocation.error);
+  }
+  last_error_ = placed.allocation.error;
+
+  std::vector<std::uint64_t> on_helper(helpers.size(), 0);
+  std::map<std::uint32_t, std::uint64_t> numa_bytes;  // client -> bytes on its chosen NUMA node
+  std::vector<std::uint32_t> owners, lessees;
+  for (const topology::Grant& g : placed.allocation.grants) {
+    const NodeClient& c = clients[demand_client[g.sender]];
+    if (helper_gpu[g.helper].empty()) {
+      on_helper[g.helper] += g.bytes;
+      if (g.bytes > numa_bytes[c.id]) {  // most of its host share goes to one node
+        numa_bytes[c.id] = g.bytes;
+        // Only a node with several NUMA nodes names one in the policy (Decorate).
+        const auto known = numa_of_.find(c.id);
+        if (node.numa.size() > 1 &&
+            (known == numa_of_.end() || known->second != helper_numa[g.helper])) {
+          AddOnce(&lessees, c.id);
+        }
+        numa_of_[c.id] = helper_numa[g.helper];
+      }
+      continue;
+    }
+    // Leases only where the lessee may borrow and can address the GPU itself (its own ordinal);
+    // anything else stays with the host share.
+    const std::string& gpu = helper_gpu[g.helper];
+    if (!options.borrowers.Allows(c.uid) || OrdinalOf(c.devices, gpu) < 0) continue;
+    std::uint64_t held = 0;
+    for (const Lease& lease : book_.Active(c.id)) held += lease.gpu == gpu ? lease.bytes : 0;
+    on_helper[g.helper] += std::max(held, g.bytes);
+    // Grow towards the answer as far as the GPU's spare allows (another lessee may still hold
+    // what this placement moved away from it).
+    const std::uint64_t more = std::min(g.bytes > held ? g.bytes - held : 0, book_.Spare(gpu));
+    const std::uint64_t id = more > 0 ? book_.Grant(gpu, c.id, more) : 0;
+    if (id == 0) continue;
+    const std::uint32_t owner = book_.leases().at(id).owner;
+    spdlog::info("lease {}: {} more bytes of gpu {} (client {}) lent to client {}", id, more, gpu,
+                 owner, c.id);
+    AddOnce(&owners, owner);
+    AddOnce(&lessees, c.id);
+  }
+  numa_nodes_ = node.numa.size();
+  for (std::size_t h = 0; h < helpers.size(); ++h) {
+    metrics_
+        ->Helper(helper_gpu[h].empty() ? "numa " + std::to_string(helper_numa[h])
+                                       : "gpu " + helper_gpu[h])
+        .Set(double(on_helper[h]));
+  }
+  for (std::uint32_t id : owners) AddOnce(republish, id);
+  for (std::uint32_t id : lessees) AddOnce(republish, id);
+}
+
+std::vector<std::uint32_t> NodeLending::ClientGone(std::uint32_t id, std::uint64_t now_ns) {
+  numa_of_.erase(id);
+  last_inputs_.clear();  // the next round places the node afresh
+  std::vector<std::uint32_t> republish;
+  for (const auto& [lease_id, lease] : book_.leases()) {
+    if (lease.lessee == id) AddOnce(&republish, lease.owner);  // active or revoking
+  }
+  for (std::uint32_t lessee : book_.ClientGone(id, now_ns)) AddOnce(&republish, lessee);
+  return republish;
+}
+
+void NodeLending::Decorate(std::uint32_t id, const std::vector<ipc::DeviceFacts>& devices,
+                           std::uint64_t device_limit, ipc::Policy* policy) const {
+  const std::uint64_t lent = book_.LentBy(id);
+  policy->summary.lent_bytes = lent;
+  if (lent > 0) policy->summary.device_limit_bytes = device_limit;
+  policy->leases.clear();
+  struct Room {
+    std::uint16_t helper;
+    std::uint64_t bytes;
+  };
+  std::vector<Room> rooms;
+  for (const Lease& lease : book_.Active(id)) {
+    const int ordinal = OrdinalOf(devices, lease.gpu);
+    if (ordinal < 0 || ordinal > 0xffff) continue;
+    const auto helper = static_cast<std::uint16_t>(ordinal);
+    policy->leases.push_back({lease.id, lease.bytes, helper, 0, 0});
+    rooms.push_back({helper, lease.bytes});
+  }
+  // A NUMA node is named only on a node with more than one: on a single-node host "host" says it.
+  const auto numa = numa_of_.find(id);
+  const int host_numa = numa != numa_of_.end() && numa_nodes_ > 1 ? numa->second : -1;
+  // Entries in plan order fill the leases first (the plan lists the earliest swaps first, which
+  // have the least compute to hide behind), the rest go to the host share.
+  for (ipc::SwapEntry& e : policy->entries) {
+    e.tier = static_cast<std::uint16_t>(ipc::Tier::kHost);
+    e.helper = 0;
+    auto room =
+        std::find_if(rooms.begin(), rooms.end(), [&](const Room& r) { return r.bytes >= e.bytes; });
+    if (room != rooms.end()) {
+      e.tier = static_cast<std::uint16_t>(ipc::Tier::kPeerGpu);
+      e.helper = room->helper;
+      room->bytes -= e.bytes;
+    } else if (host_numa >= 0) {
+      e.tier = static_cast<std::uint16_t>(ipc::Tier::kHostNuma);
+      e.helper = static_cast<std::uint16_t>(host_numa);
+    }
+  }
+}
+
+void NodeLending::Describe(nlohmann::json* out) const {
+  nlohmann::json leases = nlohmann::json::array();
+  for (const auto& [id, lease] : book_.leases()) {
+    leases.push_back({{"id", id},
+                      {"gpu", lease.gpu},
+                      {"owner", lease.owner},
+                      {"lessee", lease.lessee},
+                      {"bytes", lease.bytes},
+                      {"state", lease.state == Lease::State::kActive ? "active" : "revoking"},
+                      {"omitted_generation", lease.omitted_generation}});
+  }
+  nlohmann::json numa = nlohmann::json::object();
+  for (const auto& [client, node] : numa_of_) numa[std::to_string(client)] = node;
+  (*out)["leases"] = std::move(leases);
+  (*out)["revocations"] = {{"completed", completed_}, {"hung", hung_}};
+  (*out)["placement"] = {{"cost_s", last_cost_}, {"error", last_error_}, {"numa", numa}};
+}
+
+}  // namespace chameleon::daemon
