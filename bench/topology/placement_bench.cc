@@ -54,7 +54,7 @@ Topology Node(int gpus, int numa) {
 }
 
 // Half the GPUs host the clients (1-8 GiB of overflow each, windows up to half an iteration);
-// the other half lend 4-24 GiB each; every NUMA node has 64-512 GiB free.
+// the other half lend 4-24 GiB each; every NUMA node has free memory enough for all of them.
 Instance Make(int gpus, int clients, std::uint64_t seed) {
   Rng rng(seed);
   const int numa = gpus >= 16 ? 4 : 2;
@@ -67,7 +67,9 @@ Instance Make(int gpus, int clients, std::uint64_t seed) {
   }
   for (int g = 1; g < gpus; g += 2) in.helpers.push_back({g, (8 + rng.Below(41)) * kQuantum});
   for (int n = 0; n < numa; ++n) {
-    in.helpers.push_back({gpus + n, (128 + rng.Below(897)) * kQuantum});
+    // 64-512 GiB on a node; 256-1024 GiB on the large ones, whose 256 clients ask ~1 TiB.
+    const std::uint64_t units = gpus >= 16 ? 512 + rng.Below(1537) : 128 + rng.Below(897);
+    in.helpers.push_back({gpus + n, units * kQuantum});
   }
   NodePlacementOptions o;
   o.genetic = false;

@@ -4,21 +4,29 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <tuple>
 
 namespace chameleon::topology {
 namespace {
 
-std::vector<std::vector<Grant>> All(const std::vector<SwapDemand>& demands,
-                                    const std::vector<Helper>& helpers, std::uint64_t quantum) {
-  std::vector<std::vector<Grant>> all;
-  ForEachPlacement(demands, helpers, quantum, [&](const auto& g) { all.push_back(g); });
+// The placements visited, as a set: the order of the walk is not part of the contract.
+std::set<std::vector<std::tuple<int, int, std::uint64_t>>> All(
+    const std::vector<SwapDemand>& demands, const std::vector<Helper>& helpers,
+    std::uint64_t quantum) {
+  std::set<std::vector<std::tuple<int, int, std::uint64_t>>> all;
+  ForEachPlacement(demands, helpers, quantum, [&](const std::vector<Grant>& grants) {
+    std::vector<std::tuple<int, int, std::uint64_t>> p;
+    for (const Grant& g : grants) p.emplace_back(g.sender, g.helper, g.bytes);
+    EXPECT_TRUE(all.insert(p).second) << "visited twice";
+  });
   return all;
 }
 
 TEST(PlacementBaselinesTest, ShouldEnumerateEveryCoveringSplitWithinCapacities) {
   // One demand of 2 units over helpers with room for 2 and 1: (2, 0) and (1, 1).
+  using P = std::vector<std::tuple<int, int, std::uint64_t>>;
   EXPECT_EQ(All({{0, 20, 0, 0}}, {{1, 20}, {2, 10}}, 10),
-            (std::vector<std::vector<Grant>>{{{0, 0, 20}}, {{0, 0, 10}, {0, 1, 10}}}));
+            (std::set<P>{P{{0, 0, 20}}, P{{0, 0, 10}, {0, 1, 10}}}));
   // Two demands of 1 unit, two helpers of 1: each helper takes one of them.
   EXPECT_EQ(All({{0, 10, 0, 0}, {1, 10, 0, 0}}, {{2, 10}, {3, 10}}, 10).size(), 2u);
   // 3 units over 3 roomy helpers: C(3 + 2, 2) = 10 compositions.
