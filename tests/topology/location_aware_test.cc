@@ -106,5 +106,24 @@ TEST(PairingOperatorsTest, ShouldMoveAGrantOnlyIntoFreeRoom) {
   EXPECT_FALSE(MutatePairing(full, helpers, rng));
 }
 
+TEST(PairingOperatorsTest, ShouldMoveWholeQuantaOrTheRemainderWhenGivenAQuantum) {
+  const std::vector<Helper> helpers{{0, 100}, {1, 100}};
+  Rng rng(5);
+  for (int i = 0; i < 50; ++i) {
+    std::vector<Grant> grants{{0, 0, 100}};
+    ASSERT_TRUE(MutatePairing(grants, helpers, rng, 20));
+    ASSERT_EQ(grants.back().helper, 1);  // 1-5 quanta moved; all 5 leave a single grant
+    EXPECT_EQ(grants.back().bytes % 20, 0u) << "moved " << grants.back().bytes;
+    std::uint64_t total = 0;
+    for (const Grant& g : grants) total += g.bytes;
+    EXPECT_EQ(total, 100u);
+  }
+  // Only 15 bytes of room on helper 1, less than a quantum: those 15 move.
+  const std::vector<Helper> tight{{0, 100}, {1, 15}};
+  std::vector<Grant> grants{{0, 0, 100}};
+  ASSERT_TRUE(MutatePairing(grants, tight, rng, 20));
+  EXPECT_EQ(grants, (std::vector<Grant>{{0, 0, 85}, {0, 1, 15}}));
+}
+
 }  // namespace
 }  // namespace chameleon::topology
