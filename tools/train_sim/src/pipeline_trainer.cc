@@ -50,6 +50,8 @@ void PipelineTrainer::Run() {
                 persistent_[static_cast<std::size_t>(s->index())]);
   }
   std::printf("optimizer-state %zu\n", optimizer);
+  for (std::size_t i = 0; i < stages_.size(); ++i)
+    std::printf("device %zu busy %.6f\n", i, busy_s_[i]);
   std::printf("checksum %016" PRIx64 "\n", checksum);
   std::fflush(stdout);
   std::fprintf(stderr,
@@ -76,6 +78,8 @@ void PipelineTrainer::Setup() {
     stages_.push_back(std::make_unique<PipelineStage>(options_, api_, i, slice, &total_));
     schedules_.push_back(OneForwardOneBackward(n, i, options_.micro_batches));
   }
+  spans_.resize(static_cast<std::size_t>(n));
+  busy_s_.assign(static_cast<std::size_t>(n), 0.0);
   for (int i = 0; i + 1 < n; ++i) {
     stages_[static_cast<std::size_t>(i)]->EnablePeerAccess(
         *stages_[static_cast<std::size_t>(i) + 1]);
@@ -162,8 +166,10 @@ void PipelineTrainer::Step(int step) {
     if (i + 1 < stages) s.Wait(drained[i + 1], static_cast<int>(i) + 1);
     s.FreeAllSent();
     s.model().set_step(step);
+    const PipelineStage::Mark before = s.Record(Issue());
     s.model().OptimizerStep(/*skip=*/false);
     end[i] = s.Record(Issue());
+    spans_[i].emplace_back(before, end[i]);
   }
   double seconds = 0;
   for (std::size_t i = 0; i < stages; ++i) {
@@ -172,6 +178,12 @@ void PipelineTrainer::Step(int step) {
     float ms = 0.f;
     Check(api_, api_.cuEventElapsedTime(&ms, start[i].event, end[i].event), "cuEventElapsedTime");
     seconds = std::max(seconds, static_cast<double>(ms) / 1000.0);
+    busy_s_[i] = 0;
+    for (const auto& [from, to] : spans_[i]) {
+      Check(api_, api_.cuEventElapsedTime(&ms, from.event, to.event), "cuEventElapsedTime");
+      busy_s_[i] += static_cast<double>(ms) / 1000.0;
+    }
+    spans_[i].clear();
   }
   for (std::size_t i = 0; i < stages; ++i) {
     stages_[i]->DropEvents();
@@ -219,11 +231,14 @@ void PipelineTrainer::Forward(int stage, MicroBatch& mb, int sample) {
     in.targets = mb.t_targets;
     in.loss = mb.loss;
   }
+  const PipelineStage::Mark before = s.Record(Issue());
   s.Use();
   const Tensor out = s.model().ForwardStage(in);
+  const PipelineStage::Mark after = s.Record(Issue());
+  spans_[i].emplace_back(before, after);
   if (!last) {
     mb.out[i] = out;
-    mb.out_ready[i] = s.Record(Issue());
+    mb.out_ready[i] = after;
   }
   s.model().Park(static_cast<int>(&mb - micro_.data()));
   mb.forward_done[i] = true;
@@ -243,11 +258,14 @@ void PipelineTrainer::Backward(int stage, MicroBatch& mb, int sample) {
     d_output = s.Receive(sender, mb.grad[i + 1], Issue());
     mb.grad[i + 1] = Tensor{};
   }
+  const PipelineStage::Mark before = s.Record(Issue());
   s.Use();
   const Tensor d_input = s.model().BackwardStage(d_output);
+  const PipelineStage::Mark after = s.Record(Issue());
+  spans_[i].emplace_back(before, after);
   if (!first) {
     mb.grad[i] = d_input;
-    mb.grad_ready[i] = s.Record(Issue());
+    mb.grad_ready[i] = after;
   } else {
     s.Free(mb.t_tokens);
   }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "allocator.h"
@@ -26,8 +27,8 @@ class PipelineTrainer {
   PipelineTrainer& operator=(const PipelineTrainer&) = delete;
 
   /// Trains and prints step lines, `peak`, `device <i> peak`, `persistent`,
-  /// `device <i> persistent`, `optimizer-state` and `checksum`. Throws OutOfMemory (naming the
-  /// device) / DriverError.
+  /// `device <i> persistent`, `optimizer-state`, `device <i> busy` and `checksum`. Throws
+  /// OutOfMemory (naming the device) / DriverError.
   void Run();
 
  private:
@@ -59,6 +60,10 @@ class PipelineTrainer {
   std::vector<std::vector<PipelineAction>> schedules_;
   std::vector<MicroBatch> micro_;
   std::vector<std::size_t> persistent_;
+  // Per stage: marks around each compute span of the step (after its waits and copies in),
+  // and the summed span of the last step: the stage's busy time (`device <i> busy`).
+  std::vector<std::vector<std::pair<PipelineStage::Mark, PipelineStage::Mark>>> spans_;
+  std::vector<double> busy_s_;
   std::uint64_t issued_ = 0;
 };
 
