@@ -129,6 +129,7 @@ void PipelineTrainer::Step(int step) {
   }
   std::vector<PipelineStage::Mark> start(stages);
   for (std::size_t i = 0; i < stages; ++i) start[i] = stages_[i]->Record(Issue());
+  Upload();
 
   // Issue every stage's schedule as far as its neighbours' issued work allows: a forward needs
   // the previous stage's forward of that micro-batch issued, a backward the next stage's
@@ -171,6 +172,7 @@ void PipelineTrainer::Step(int step) {
     end[i] = s.Record(Issue());
     spans_[i].emplace_back(before, end[i]);
   }
+  Download();
   double seconds = 0;
   for (std::size_t i = 0; i < stages; ++i) {
     stages_[i]->Use();
@@ -202,6 +204,39 @@ void PipelineTrainer::Step(int step) {
   std::fflush(stdout);
 }
 
+// Every micro-batch's tokens (stage 0) and targets (the last stage, as a pipeline's data loader
+// sends the labels there) are uploaded at the start of the step: a copy from pageable memory
+// waits for its stream, so uploading each before its forward would hold the host (and with it
+// every other stage's issue) until that stage had caught up.
+void PipelineTrainer::Upload() {
+  PipelineStage& first = *stages_.front();
+  PipelineStage& last = *stages_.back();
+  for (MicroBatch& mb : micro_) {
+    mb.t_tokens = first.Allocate(mb.tokens.size() * sizeof(std::int32_t));
+    Check(api_,
+          api_.cuMemcpyHtoDAsync(mb.t_tokens.ptr, mb.tokens.data(), mb.t_tokens.bytes,
+                                 first.stream()),
+          "cuMemcpyHtoDAsync(tokens)");
+    mb.t_targets = last.Allocate(mb.targets.size() * sizeof(std::int32_t));
+    mb.loss = last.Allocate(kDigestBytes);
+    Check(api_,
+          api_.cuMemcpyHtoDAsync(mb.t_targets.ptr, mb.targets.data(), mb.t_targets.bytes,
+                                 last.stream()),
+          "cuMemcpyHtoDAsync(targets)");
+  }
+}
+
+// The digests come back after every stage's work is issued, for the same reason.
+void PipelineTrainer::Download() {
+  PipelineStage& last = *stages_.back();
+  for (MicroBatch& mb : micro_) {
+    last.Use();
+    Check(api_, api_.cuMemcpyDtoHAsync(&mb.digest, mb.loss.ptr, kDigestBytes, last.stream()),
+          "cuMemcpyDtoHAsync(digest)");
+    last.Free(mb.loss);
+  }
+}
+
 void PipelineTrainer::Forward(int stage, MicroBatch& mb, int sample) {
   const auto i = static_cast<std::size_t>(stage);
   PipelineStage& s = *stages_[i];
@@ -209,10 +244,6 @@ void PipelineTrainer::Forward(int stage, MicroBatch& mb, int sample) {
   s.model().set_step(sample);
   StageInput in;
   if (first) {
-    mb.t_tokens = s.Allocate(mb.tokens.size() * sizeof(std::int32_t));
-    Check(api_,
-          api_.cuMemcpyHtoDAsync(mb.t_tokens.ptr, mb.tokens.data(), mb.t_tokens.bytes, s.stream()),
-          "cuMemcpyHtoDAsync(tokens)");
     in.tokens = mb.t_tokens;
   } else {
     PipelineStage& sender = *stages_[i - 1];
@@ -221,13 +252,6 @@ void PipelineTrainer::Forward(int stage, MicroBatch& mb, int sample) {
     mb.out[i - 1] = Tensor{};  // the sender frees it once it sees the copy done
   }
   if (last) {
-    // The labels go straight to the last stage, as a pipeline's data loader sends them.
-    mb.t_targets = s.Allocate(mb.targets.size() * sizeof(std::int32_t));
-    mb.loss = s.Allocate(kDigestBytes);
-    Check(
-        api_,
-        api_.cuMemcpyHtoDAsync(mb.t_targets.ptr, mb.targets.data(), mb.t_targets.bytes, s.stream()),
-        "cuMemcpyHtoDAsync(targets)");
     in.targets = mb.t_targets;
     in.loss = mb.loss;
   }
@@ -269,12 +293,7 @@ void PipelineTrainer::Backward(int stage, MicroBatch& mb, int sample) {
   } else {
     s.Free(mb.t_tokens);
   }
-  if (last) {
-    Check(api_, api_.cuMemcpyDtoHAsync(&mb.digest, mb.loss.ptr, kDigestBytes, s.stream()),
-          "cuMemcpyDtoHAsync(digest)");
-    s.Free(mb.loss);
-    s.Free(mb.t_targets);
-  }
+  if (last) s.Free(mb.t_targets);
   mb.backward_done[i] = true;
 }
 

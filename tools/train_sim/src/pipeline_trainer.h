@@ -47,6 +47,8 @@ class PipelineTrainer {
 
   void Setup();
   void Step(int step);
+  void Upload();
+  void Download();
   bool Ready(int stage, const PipelineAction& a) const;
   void Forward(int stage, MicroBatch& mb, int sample);
   void Backward(int stage, MicroBatch& mb, int sample);
