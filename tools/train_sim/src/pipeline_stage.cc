@@ -46,12 +46,7 @@ void PipelineStage::EnablePeerAccess(const PipelineStage& peer) {
 
 Tensor PipelineStage::Allocate(std::size_t bytes) {
   Use();
-  try {
-    return alloc_->Allocate(bytes);
-  } catch (const OutOfMemory& e) {
-    // Name the device: with a per-device limit, which stage ran out is the point.
-    throw OutOfMemory(e.result(), "device " + std::to_string(index_) + ": " + e.what());
-  }
+  return alloc_->Allocate(bytes);
 }
 
 void PipelineStage::Free(Tensor& tensor) {

@@ -144,10 +144,15 @@ void PipelineTrainer::Step(int step) {
         const PipelineAction& a = schedule[next[i]++];
         const int sample = step * m + a.micro_batch;
         MicroBatch& mb = micro_[static_cast<std::size_t>(a.micro_batch)];
-        if (a.forward) {
-          Forward(static_cast<int>(i), mb, sample);
-        } else {
-          Backward(static_cast<int>(i), mb, sample);
+        try {
+          if (a.forward) {
+            Forward(static_cast<int>(i), mb, sample);
+          } else {
+            Backward(static_cast<int>(i), mb, sample);
+          }
+        } catch (const OutOfMemory& e) {
+          // Name the device: under a per-device limit, which stage ran out is the point.
+          throw OutOfMemory(e.result(), "device " + std::to_string(i) + ": " + e.what());
         }
         progressed = true;
       }
