@@ -54,4 +54,63 @@ TransferBound ComputeTransferBound(const TransferBoundInput& in) {
   return out;
 }
 
+namespace {
+
+bool ValidStage(const StageBoundInput& s, double unlimited_s) {
+  const bool peer_ok = s.peer_bytes == 0 || (PositiveFinite(s.peer_out_bytes_per_s) &&
+                                             PositiveFinite(s.peer_in_bytes_per_s));
+  return PositiveFinite(s.out_bytes_per_s) && PositiveFinite(s.in_bytes_per_s) && peer_ok &&
+         std::isfinite(s.compute_s) && s.compute_s >= 0 && s.compute_s <= unlimited_s;
+}
+
+StageBound BoundOfStage(const StageBoundInput& s, const PipelineBoundInput& in) {
+  StageBound b;
+  b.excess_bytes = s.peak_bytes > in.limit_bytes ? s.peak_bytes - in.limit_bytes : 0;
+  b.peer_bytes = std::min(s.peer_bytes, b.excess_bytes);
+  b.host_bytes = b.excess_bytes - b.peer_bytes;
+  const std::uint64_t needed = s.largest_op_bytes > UINT64_MAX - in.reserve_bytes
+                                   ? UINT64_MAX
+                                   : s.largest_op_bytes + in.reserve_bytes;
+  b.infeasible = in.limit_bytes < needed;
+  // Host and peer links are separate wires: their transfers overlap.
+  const double host_s = double(b.host_bytes) / std::min(s.out_bytes_per_s, s.in_bytes_per_s);
+  const double peer_s = b.peer_bytes == 0 ? 0.0
+                                          : double(b.peer_bytes) / std::min(s.peer_out_bytes_per_s,
+                                                                            s.peer_in_bytes_per_s);
+  b.link_s = std::max(host_s, peer_s);
+  b.bound_s = std::max(s.compute_s, b.link_s);
+  return b;
+}
+
+}  // namespace
+
+PipelineTransferBound ComputeTransferBound(const PipelineBoundInput& in) {
+  PipelineTransferBound out;
+  if (in.stages.empty() || !std::isfinite(in.unlimited_s) || in.unlimited_s < 0) return out;
+  for (const StageBoundInput& s : in.stages) {
+    if (!ValidStage(s, in.unlimited_s)) return out;
+  }
+  bool infeasible = false;
+  for (const StageBoundInput& s : in.stages) {
+    out.stages.push_back(BoundOfStage(s, in));
+    infeasible = infeasible || out.stages.back().infeasible;
+  }
+  if (infeasible) {
+    out.status = TransferBoundStatus::kInfeasible;
+    return out;
+  }
+  out.bound_s = in.unlimited_s;
+  double slowest = -1;
+  for (std::size_t i = 0; i < out.stages.size(); ++i) {
+    if (out.stages[i].bound_s > slowest) {
+      slowest = out.stages[i].bound_s;
+      out.slowest_stage = static_cast<int>(i);
+    }
+  }
+  out.bound_s = std::max(in.unlimited_s, slowest);
+  out.relative_throughput = out.bound_s > 0 ? in.unlimited_s / out.bound_s : 1.0;
+  out.status = TransferBoundStatus::kOk;
+  return out;
+}
+
 }  // namespace chameleon::policy

@@ -1,13 +1,17 @@
 // chameleon-bound: prints the transfer bound (policy::ComputeTransferBound) of one workload at
 // one limit as a JSON object, so that scripts/evaluate uses the same tested function as the
 // C++ code. Sizes take the byte-size grammar (ipc/byte_size.h), bandwidths are bytes per second
-// (the same grammar: "25GB" means 25e9 B/s), times seconds. docs/policy.md "Transfer bound".
+// (the same grammar: "25GB" means 25e9 B/s), times seconds. docs/policy.md "Transfer bound";
+// the `pipeline` subcommand: docs/trainer.md "Transfer bound of a pipeline".
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "chameleon/ipc/byte_size.h"
 #include "chameleon/policy/transfer_bound.h"
@@ -28,24 +32,148 @@ CLI::Option* AddSize(CLI::App& app, const std::string& name, std::uint64_t* out,
       help);
 }
 
+std::uint64_t SizeOrThrow(const std::string& key, const std::string& text) {
+  const chameleon::ipc::ByteSize size = chameleon::ipc::ParseByteSize(text);
+  if (!size) throw CLI::ValidationError("--stage", key + ": expected a byte size: " + size.error);
+  return size.bytes;
+}
+
+double SecondsOrThrow(const std::string& key, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size()) {
+    throw CLI::ValidationError("--stage", key + ": expected seconds, got '" + text + "'");
+  }
+  return v;
+}
+
+/// One --stage: comma-separated key=value pairs (peak, compute, out-bw, in-bw, peer,
+/// peer-out-bw, peer-in-bw, largest-op).
+chameleon::policy::StageBoundInput ParseStage(const std::string& text) {
+  chameleon::policy::StageBoundInput s;
+  bool peak = false, compute = false, out = false, in = false;
+  std::stringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos)
+      throw CLI::ValidationError("--stage", "expected key=value: " + item);
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key == "peak") {
+      s.peak_bytes = SizeOrThrow(key, value), peak = true;
+    } else if (key == "compute") {
+      s.compute_s = SecondsOrThrow(key, value), compute = true;
+    } else if (key == "out-bw") {
+      s.out_bytes_per_s = double(SizeOrThrow(key, value)), out = true;
+    } else if (key == "in-bw") {
+      s.in_bytes_per_s = double(SizeOrThrow(key, value)), in = true;
+    } else if (key == "peer") {
+      s.peer_bytes = SizeOrThrow(key, value);
+    } else if (key == "peer-out-bw") {
+      s.peer_out_bytes_per_s = double(SizeOrThrow(key, value));
+    } else if (key == "peer-in-bw") {
+      s.peer_in_bytes_per_s = double(SizeOrThrow(key, value));
+    } else if (key == "largest-op") {
+      s.largest_op_bytes = SizeOrThrow(key, value);
+    } else {
+      throw CLI::ValidationError("--stage", "unknown key '" + key + "'");
+    }
+  }
+  if (!(peak && compute && out && in)) {
+    throw CLI::ValidationError("--stage", "needs peak=, compute=, out-bw= and in-bw=");
+  }
+  return s;
+}
+
+int PrintPipeline(const chameleon::policy::PipelineBoundInput& in) {
+  using chameleon::policy::TransferBoundStatus;
+  const chameleon::policy::PipelineTransferBound b = chameleon::policy::ComputeTransferBound(in);
+  nlohmann::json j{{"status", chameleon::policy::ToString(b.status)}};
+  nlohmann::json stages = nlohmann::json::array();
+  for (const chameleon::policy::StageBound& s : b.stages) {
+    stages.push_back({{"excess_bytes", s.excess_bytes},
+                      {"host_bytes", s.host_bytes},
+                      {"peer_bytes", s.peer_bytes},
+                      {"link_s", s.link_s},
+                      {"bound_s", s.bound_s},
+                      {"infeasible", s.infeasible}});
+  }
+  j["stages"] = stages;
+  if (b.status == TransferBoundStatus::kOk) {
+    j["bound_s"] = b.bound_s;
+    j["slowest_stage"] = b.slowest_stage;
+    j["relative_throughput"] = b.relative_throughput;
+  }
+  std::cout << j.dump() << "\n";
+  if (b.status == TransferBoundStatus::kInvalid) {
+    std::fprintf(stderr,
+                 "chameleon-bound: inputs out of range (at least one stage; bandwidths > 0, peer "
+                 "bandwidths with peer=; 0 <= compute <= unlimited-s)\n");
+    return 2;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"chameleon-bound: the transfer bound T_b of one workload at one device limit"};
   chameleon::policy::TransferBoundInput in;
   std::uint64_t out_bw = 0, in_bw = 0;
-  AddSize(app, "--peak", &in.peak_bytes, "the unlimited step's peak device memory")->required();
-  AddSize(app, "--limit", &in.limit_bytes, "the device limit")->required();
+  // The single-device bound's options are required unless the `pipeline` subcommand runs.
+  std::vector<CLI::Option*> required;
+  required.push_back(
+      AddSize(app, "--peak", &in.peak_bytes, "the unlimited step's peak device memory"));
+  AddSize(app, "--limit", &in.limit_bytes, "the device limit (also for `pipeline`)");
   AddSize(app, "--optimizer-bytes", &in.optimizer_state_bytes,
           "optimizer-state bytes P (0 for traces)");
-  AddSize(app, "--out-bw", &out_bw, "device-to-host bandwidth, bytes per second")->required();
-  AddSize(app, "--in-bw", &in_bw, "host-to-device bandwidth, bytes per second")->required();
-  app.add_option("--unlimited-s", in.unlimited_s, "the unlimited step time, seconds")->required();
-  app.add_option("--forward-s", in.forward_s, "the unlimited step's time up to its peak")
-      ->required();
+  required.push_back(
+      AddSize(app, "--out-bw", &out_bw, "device-to-host bandwidth, bytes per second"));
+  required.push_back(AddSize(app, "--in-bw", &in_bw, "host-to-device bandwidth, bytes per second"));
+  app.add_option("--unlimited-s", in.unlimited_s,
+                 "the unlimited step (pipeline: iteration) time, seconds");
+  required.push_back(
+      app.add_option("--forward-s", in.forward_s, "the unlimited step's time up to its peak"));
   AddSize(app, "--largest-op", &in.largest_op_bytes, "the largest working set of a single op");
   AddSize(app, "--reserve", &in.reserve_bytes, "the executor's reserve on the device");
+  CLI::App* pipeline =
+      app.add_subcommand("pipeline",
+                         "the bound of a 1F1B pipeline, one stage per device "
+                         "(--limit, --unlimited-s and --reserve apply per device)");
+  std::vector<std::string> stage_texts;
+  pipeline
+      ->add_option("--stage", stage_texts,
+                   "one per stage, in order: peak=B,compute=S,out-bw=B/s,in-bw=B/s[,peer=B,"
+                   "peer-out-bw=B/s,peer-in-bw=B/s][,largest-op=B]")
+      ->required();
+  app.require_subcommand(0, 1);
   CLI11_PARSE(app, argc, argv);
+  if (pipeline->parsed()) {
+    chameleon::policy::PipelineBoundInput pin;
+    try {
+      for (const std::string& text : stage_texts) pin.stages.push_back(ParseStage(text));
+    } catch (const CLI::Error& e) {
+      std::fprintf(stderr, "chameleon-bound pipeline: %s\n", e.what());
+      return 2;
+    }
+    if (app.count("--limit") == 0 || app.count("--unlimited-s") == 0) {
+      std::fprintf(stderr, "chameleon-bound pipeline: --limit and --unlimited-s are required\n");
+      return 2;
+    }
+    pin.limit_bytes = in.limit_bytes;
+    pin.reserve_bytes = in.reserve_bytes;
+    pin.unlimited_s = in.unlimited_s;
+    return PrintPipeline(pin);
+  }
+  for (const CLI::Option* o : required) {
+    if (o->count() == 0) {
+      std::fprintf(stderr, "chameleon-bound: %s is required\n", o->get_name().c_str());
+      return 2;
+    }
+  }
+  if (app.count("--limit") == 0 || app.count("--unlimited-s") == 0) {
+    std::fprintf(stderr, "chameleon-bound: --limit and --unlimited-s are required\n");
+    return 2;
+  }
   in.out_bytes_per_s = double(out_bw);
   in.in_bytes_per_s = double(in_bw);
 

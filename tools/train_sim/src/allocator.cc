@@ -22,6 +22,10 @@ Tensor Allocator::Allocate(std::size_t bytes) {
   Tensor tensor{DoAllocate(bytes), bytes};
   live_ += bytes;
   if (live_ > peak_) peak_ = live_;
+  if (total_ != nullptr) {
+    total_->live += bytes;
+    if (total_->live > total_->peak) total_->peak = total_->live;
+  }
   return tensor;
 }
 
@@ -29,6 +33,7 @@ void Allocator::Free(Tensor& tensor) {
   if (!tensor) return;
   DoFree(tensor.ptr, tensor.bytes);
   live_ -= tensor.bytes;
+  if (total_ != nullptr) total_->live -= tensor.bytes;
   tensor = Tensor{};
 }
 

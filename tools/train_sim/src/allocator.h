@@ -29,6 +29,13 @@ struct Tensor {
   explicit operator bool() const { return ptr != 0; }
 };
 
+/// Live and peak requested bytes summed over several allocators (one per device of a pipeline),
+/// in the order the host issues allocations and frees. Not thread-safe.
+struct LiveTotal {
+  std::size_t live = 0;
+  std::size_t peak = 0;
+};
+
 /// Base class: tracks live and peak requested bytes; subclasses talk to the driver. Every free is
 /// stream-ordered on the trainer's single stream, so memory can be reused by later work on that
 /// stream without a host wait. Not thread-safe.
@@ -43,6 +50,8 @@ class Allocator {
 
   std::size_t live_bytes() const { return live_; }
   std::size_t peak_bytes() const { return peak_; }
+  /// Also counts this allocator's bytes into `total` (null: no sharing).
+  void set_total(LiveTotal* total) { total_ = total; }
 
   /// Returns every segment / page to the driver. Call after the stream is synchronised and every
   /// tensor has been freed.
@@ -55,6 +64,7 @@ class Allocator {
  private:
   std::size_t live_ = 0;
   std::size_t peak_ = 0;
+  LiveTotal* total_ = nullptr;
 };
 
 namespace detail {

@@ -22,6 +22,9 @@ namespace chameleon::train_sim {
 #define TRAIN_SIM_DRIVER_ENTRY_POINTS(X) \
   X(cuInit)                              \
   X(cuDeviceGet)                         \
+  X(cuDeviceGetCount)                    \
+  X(cuDeviceCanAccessPeer)               \
+  X(cuCtxEnablePeerAccess)               \
   X(cuDeviceTotalMem)                    \
   X(cuDevicePrimaryCtxRetain)            \
   X(cuDevicePrimaryCtxRelease)           \
@@ -30,6 +33,7 @@ namespace chameleon::train_sim {
   X(cuStreamCreate)                      \
   X(cuStreamDestroy)                     \
   X(cuStreamSynchronize)                 \
+  X(cuStreamWaitEvent)                   \
   X(cuEventCreate)                       \
   X(cuEventRecord)                       \
   X(cuEventSynchronize)                  \
@@ -47,6 +51,7 @@ namespace chameleon::train_sim {
   X(cuMemcpyDtoH)                        \
   X(cuMemcpyHtoDAsync)                   \
   X(cuMemcpyDtoHAsync)                   \
+  X(cuMemcpyPeerAsync)                   \
   X(cuMemAddressReserve)                 \
   X(cuMemAddressFree)                    \
   X(cuMemCreate)                         \

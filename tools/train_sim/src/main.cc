@@ -7,6 +7,7 @@
 
 #include "driver.h"
 #include "options.h"
+#include "pipeline_trainer.h"
 #include "shaped_trainer.h"
 #include "trainer.h"
 
@@ -31,6 +32,9 @@ int main(int argc, char** argv) {
     const DriverApi api = LoadDriver();
     if (options.model.empty()) {
       Trainer trainer(options, api);
+      trainer.Run();
+    } else if (options.pipelined) {
+      PipelineTrainer trainer(options, api);
       trainer.Run();
     } else {
       ShapedTrainer trainer(options, api);

@@ -58,6 +58,17 @@ const char* ValidateShape(const CLI::App& app, const std::string& sp, const std:
   if (o->corrupt_at_step >= o->steps && o->corrupt_at_step >= 0) {
     return "--corrupt-at-step must be below --steps with --model";
   }
+  o->pipelined = app.count("--pipeline") > 0 || app.count("--micro-batches") > 0;
+  if (o->pipelined) {
+    if (o->pipeline > s.layers) return "--pipeline may not exceed the layers";
+    if (o->pipeline > 1 && s.arch.tied_embedding) {
+      return "--pipeline > 1 needs an untied head (the tied embedding of gpt2-xl would live on "
+             "two stages)";
+    }
+    if (o->dynamic > 0 || o->corrupt_at_step >= 0) {
+      return "--dynamic and --corrupt-at-step do not apply to --pipeline / --micro-batches";
+    }
+  }
   return nullptr;
 }
 
@@ -90,6 +101,12 @@ ParseResult ParseOptions(int argc, char** argv, Options* o) {
       ->check(CLI::Range(1, 1024));
   app.add_option("--tp", o->shape.tp, "--model: tensor-parallel GPUs (this process is one of them)")
       ->check(CLI::Range(1, 64));
+  app.add_option("--pipeline", o->pipeline,
+                 "--model: pipeline stages, one per device (SIMGPU_DEVICES >= N), 1F1B schedule")
+      ->check(CLI::Range(1, 16));
+  app.add_option("--micro-batches", o->micro_batches,
+                 "--model: micro-batches per step (gradients accumulated in order)")
+      ->check(CLI::Range(1, 1024));
   std::string sequence_parallel, flash = "on";
   app.add_option("--sequence-parallel", sequence_parallel,
                  "--model: on | off (default: on when --tp > 1)")
@@ -113,8 +130,8 @@ ParseResult ParseOptions(int argc, char** argv, Options* o) {
   ParseAllocStyle(alloc, &o->alloc);
   const bool shaped = !o->model.empty();
   if (!shaped) {
-    for (const char* option :
-         {"--micro-batch", "--tp", "--sequence-parallel", "--flash-attention"}) {
+    for (const char* option : {"--micro-batch", "--tp", "--sequence-parallel", "--flash-attention",
+                               "--pipeline", "--micro-batches"}) {
       if (app.count(option) > 0) {
         std::fprintf(stderr, "chameleon-train-sim: %s needs --model\n", option);
         return {2};

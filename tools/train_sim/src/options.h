@@ -29,6 +29,11 @@ struct Options {
   // real-arithmetic mode above.
   std::string model;
   ShapeSpec shape;
+  // --pipeline N --micro-batches M (--model only): N stages on N devices, 1F1B over M
+  // micro-batches per step. `pipelined`: either option was given (the pipeline trainer runs).
+  int pipeline = 1;
+  int micro_batches = 1;
+  bool pipelined = false;
 
   // Derived.
   int heads = 1;

@@ -132,8 +132,9 @@ Tensor ShapedModel::LayerBackward(int l, Tensor dx_out) {
   Tensor d_context = Alloc(a.context.bytes);
   ShapedParam& wo = LayerParam(l, kWo);
   Run(Tag(l, kProjDgrad), {d_proj_full, wo.weight}, {d_context}, cost::Gemm(tokens, h_, q_width));
-  AllocGrad(wo);
-  Run(Tag(l, kProjWgrad), {a.context, d_proj_full}, {wo.grad}, cost::Gemm(q_width, tokens, h_));
+  const Tensor wo_before = AllocGrad(wo);
+  Run(Tag(l, kProjWgrad), {a.context, d_proj_full, wo_before}, {wo.grad},
+      cost::Gemm(q_width, tokens, h_));
   DropGathered(d_proj_full, d_proj);
   Free(d_proj);
   Tensor dq = Alloc(a.q.bytes), dk = Alloc(a.k.bytes), dv = Alloc(a.v.bytes);
@@ -144,16 +145,17 @@ Tensor ShapedModel::LayerBackward(int l, Tensor dx_out) {
   // Sequence parallelism keeps the norm output sharded and gathers it again for the weight
   // gradient (Korthikanti et al., section 4.2.2).
   Tensor gathered = Gather(Tag(l, kRegather1), a.norm1_out);
-  AllocGrad(wqkv);
-  Run(Tag(l, kQkvWgrad), {gathered, dq, dk, dv}, {wqkv.grad}, cost::Gemm(h_, tokens, qkv));
+  const Tensor wqkv_before = AllocGrad(wqkv);
+  Run(Tag(l, kQkvWgrad), {gathered, dq, dk, dv, wqkv_before}, {wqkv.grad},
+      cost::Gemm(h_, tokens, qkv));
   DropGathered(gathered, a.norm1_out);
   for (Tensor* t : {&dq, &dk, &dv, &a.q, &a.k, &a.v}) Free(*t);
   Tensor d_norm1 = Reduce(Tag(l, kReduceNorm1Grad), d_norm1_full);
   Tensor& x = resid_[static_cast<std::size_t>(l)];
   Tensor dx_in = Alloc(static_cast<std::size_t>(outer));
   ShapedParam& norm1 = LayerParam(l, kNorm1);
-  AllocGrad(norm1);
-  Run(Tag(l, kNorm1Bwd), {x, d_norm1, dx_mid, norm1.weight}, {dx_in, norm1.grad},
+  const Tensor norm1_before = AllocGrad(norm1);
+  Run(Tag(l, kNorm1Bwd), {x, d_norm1, dx_mid, norm1.weight, norm1_before}, {dx_in, norm1.grad},
       cost::Memory(5 * outer, 14 * outer / 2));
   for (Tensor* t : {&d_norm1, &a.norm1_out, &dx_mid, &x}) Free(*t);
   return dx_in;
@@ -172,8 +174,9 @@ Tensor ShapedModel::MlpBackward(int l, LayerActivations& a, const Tensor& dx_out
   Tensor d_act = Alloc(a.act_out.bytes);
   ShapedParam& w_fc2 = LayerParam(l, kFc2);
   Run(Tag(l, kFc2Dgrad), {d_fc2_full, w_fc2.weight}, {d_act}, cost::Gemm(tokens, h_, ffn));
-  AllocGrad(w_fc2);
-  Run(Tag(l, kFc2Wgrad), {a.act_out, d_fc2_full}, {w_fc2.grad}, cost::Gemm(ffn, tokens, h_));
+  const Tensor fc2_before = AllocGrad(w_fc2);
+  Run(Tag(l, kFc2Wgrad), {a.act_out, d_fc2_full, fc2_before}, {w_fc2.grad},
+      cost::Gemm(ffn, tokens, h_));
   DropGathered(d_fc2_full, d_fc2);
   Free(d_fc2);
   Free(a.act_out);
@@ -186,17 +189,17 @@ Tensor ShapedModel::MlpBackward(int l, LayerActivations& a, const Tensor& dx_out
   ShapedParam& w_fc1 = LayerParam(l, kFc1);
   Run(Tag(l, kFc1Dgrad), {d_fc1, w_fc1.weight}, {d_norm2_full}, cost::Gemm(tokens, fc1, h_));
   Tensor gathered = Gather(Tag(l, kRegather2), a.norm2_out);
-  AllocGrad(w_fc1);
-  Run(Tag(l, kFc1Wgrad), {gathered, d_fc1}, {w_fc1.grad}, cost::Gemm(h_, tokens, fc1));
+  const Tensor fc1_before = AllocGrad(w_fc1);
+  Run(Tag(l, kFc1Wgrad), {gathered, d_fc1, fc1_before}, {w_fc1.grad}, cost::Gemm(h_, tokens, fc1));
   DropGathered(gathered, a.norm2_out);
   Free(d_fc1);
   Tensor d_norm2 = Reduce(Tag(l, kReduceNorm2Grad), d_norm2_full);
   Tensor dx_mid = Alloc(static_cast<std::size_t>(outer));
   ShapedParam& norm2 = LayerParam(l, kNorm2);
-  AllocGrad(norm2);
+  const Tensor norm2_before = AllocGrad(norm2);
   // The residual: dx_mid = dx_out + the norm's input gradient, in the same kernel.
-  Run(Tag(l, kNorm2Bwd), {a.x_mid, d_norm2, dx_out, norm2.weight}, {dx_mid, norm2.grad},
-      cost::Memory(5 * outer, 14 * outer / 2));
+  Run(Tag(l, kNorm2Bwd), {a.x_mid, d_norm2, dx_out, norm2.weight, norm2_before},
+      {dx_mid, norm2.grad}, cost::Memory(5 * outer, 14 * outer / 2));
   for (Tensor* t : {&d_norm2, &a.norm2_out, &a.x_mid}) Free(*t);
   return dx_mid;
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "allocator.h"
@@ -101,10 +102,30 @@ struct LayerActivations {
       norm2_out, fc1_out, act_out, mlp_mask;
 };
 
-/// Owns the parameters and the step's activations. Not thread-safe.
+/// The part of the network one pipeline stage runs: layers [first_layer, end_layer), with the
+/// embedding on the first stage and final norm, head and loss on the last. The default is the
+/// whole network (one stage).
+struct StageSlice {
+  int first_layer = 0;
+  int end_layer = -1;  ///< -1: the spec's layer count
+  bool embedding = true;
+  bool head = true;
+};
+
+/// What one stage's forward of one micro-batch reads: the data (first and last stage) or the
+/// previous stage's output, received on this device (`input`, owned by the model from then on).
+struct StageInput {
+  Tensor tokens, targets, loss;  ///< loss: the 8-byte digest the last stage writes
+  Tensor input;                  ///< stages after the first: the received activation
+  bool aux = false;
+};
+
+/// Owns one stage's parameters and the activations of its micro-batches in flight (the whole
+/// network and one micro-batch by default). Not thread-safe.
 class ShapedModel {
  public:
-  ShapedModel(const ShapeSpec& spec, bool recompute, Allocator& alloc, SampledLauncher& launcher);
+  ShapedModel(const ShapeSpec& spec, bool recompute, Allocator& alloc, SampledLauncher& launcher,
+              const StageSlice& slice = StageSlice{});
 
   /// Allocates every weight, then every master copy and moment, and writes them (step -1).
   void Init();
@@ -113,6 +134,18 @@ class ShapedModel {
   void Forward(const Tensor& tokens, const Tensor& targets, const Tensor& loss, bool aux);
   /// Backward phase: frees every activation, allocates every gradient.
   void Backward();
+  /// This stage's forward of the current micro-batch. Returns the stage's output (to be sent
+  /// to the next stage, owned by the caller from then on), or nothing on the last stage.
+  Tensor ForwardStage(const StageInput& in);
+  /// This stage's backward of the current micro-batch; `d_output` (ignored on the last stage)
+  /// is the received gradient of the stage's output, owned by the model from then on. Weight
+  /// gradients that already exist (an earlier micro-batch of the step) are accumulated into.
+  /// Returns the gradient of the stage's input (owned by the caller), or nothing on the first.
+  Tensor BackwardStage(Tensor d_output);
+  /// Set aside the current micro-batch's activations between its forward and its backward
+  /// (1F1B keeps several in flight) and bring them back.
+  void Park(int micro_batch);
+  void Resume(int micro_batch);
   /// Optimizer phase: Adam on the master weights and moments, bf16 weights rewritten; then the
   /// gradients are freed (zero_grad(set_to_none=True)). `skip`: free the gradients only.
   void OptimizerStep(bool skip);
@@ -134,7 +167,9 @@ class ShapedModel {
 
   Tensor Alloc(std::size_t bytes) { return alloc_.Allocate(bytes); }
   void Free(Tensor& t) { alloc_.Free(t); }
-  void AllocGrad(ShapedParam& p);
+  /// Allocates p's gradient unless an earlier micro-batch did; returns the gradient to
+  /// accumulate into (the existing one), or nothing when freshly allocated.
+  Tensor AllocGrad(ShapedParam& p);
   void Run(std::uint32_t tag, std::initializer_list<Tensor> in, std::initializer_list<Tensor> out,
            const cost::Cost& c);
   // Entering a tensor-parallel region: all-gather under sequence parallelism, else the same
@@ -147,6 +182,7 @@ class ShapedModel {
 
   void LayerForward(int layer, bool keep);
   void AttentionForward(int layer, LayerActivations& a);
+  Tensor HeadBackward();
   Tensor LayerBackward(int layer, Tensor dx_out);
   Tensor MlpBackward(int layer, LayerActivations& a, const Tensor& dx_out);
   void AttentionBackward(int layer, LayerActivations& a, Tensor& d_context, Tensor& dq, Tensor& dk,
@@ -156,8 +192,17 @@ class ShapedModel {
   double OuterBytes() const { return cost::kBf16 * static_cast<double>(OuterRows(spec_)) * h_; }
   double FullBytes() const { return cost::kBf16 * static_cast<double>(Tokens(spec_)) * h_; }
 
+  /// The activations of one micro-batch, parked between its forward and its backward.
+  struct InFlight {
+    std::vector<Tensor> resid;
+    std::vector<LayerActivations> acts;
+    Tensor tokens, targets, loss, normed, logits, aux;
+  };
+
   ShapeSpec spec_;
   bool recompute_;
+  StageSlice slice_;
+  std::size_t param_base_ = 0;  // index of params_[0] in ParamShapes(spec_): Init/Adam tags
   Allocator& alloc_;
   SampledLauncher& launcher_;
   double h_;
@@ -167,6 +212,7 @@ class ShapedModel {
   std::vector<LayerActivations> acts_;
   Tensor tokens_, targets_, loss_;  // borrowed for the step
   Tensor normed_, logits_, aux_;
+  std::vector<std::pair<int, InFlight>> parked_;
 };
 
 }  // namespace chameleon::train_sim

@@ -16,9 +16,22 @@
 // after it. A limit below the largest working set of a single op plus the executor's reserve
 // is infeasible for every policy (the op cannot run), reported as kInfeasible, not as a time.
 // Pure function; thread-safe.
+//
+// A pipeline (one stage per device, issue 16; docs/trainer.md "Transfer bound of a pipeline"):
+// weights and optimizer state stay clean between micro-batches, so only activations and their
+// gradients move. Per stage i with X_i = peak_i - limit, of which V_i (<= X_i) go to a peer GPU
+// and H_i = X_i - V_i to the host, each out and back in once per iteration on full-duplex links
+// that run side by side:
+//
+//   link_i = max(H_i / min(B_out_i, B_in_i), V_i / min(P_out_i, P_in_i))
+//   T_i    = max(C_i, link_i)           (C_i: the stage's compute time per iteration)
+//   T_b    = max(T_unlimited, max_i T_i)
+//
+// The slowest stage sets the node's iteration (1F1B cannot run ahead of its slowest stage).
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace chameleon::policy {
 
@@ -56,5 +69,46 @@ const char* ToString(TransferBoundStatus status);
 
 /// T_b and its terms for `in` (see the file comment).
 TransferBound ComputeTransferBound(const TransferBoundInput& in);
+
+/// One pipeline stage on its own device.
+struct StageBoundInput {
+  std::uint64_t peak_bytes = 0;        ///< peak_i, the stage's unlimited peak on its device
+  double compute_s = 0;                ///< C_i, the stage's busy time per iteration (unlimited)
+  double out_bytes_per_s = 0;          ///< B_out_i, device -> host
+  double in_bytes_per_s = 0;           ///< B_in_i, host -> device
+  std::uint64_t peer_bytes = 0;        ///< V_i requested: bytes placed on a peer (capped at X_i)
+  double peer_out_bytes_per_s = 0;     ///< P_out_i, this device -> the peer (V_i > 0 only)
+  double peer_in_bytes_per_s = 0;      ///< P_in_i, the peer -> this device
+  std::uint64_t largest_op_bytes = 0;  ///< the largest working set of one of the stage's ops
+};
+
+struct PipelineBoundInput {
+  std::vector<StageBoundInput> stages;
+  std::uint64_t limit_bytes = 0;    ///< the per-device limit
+  std::uint64_t reserve_bytes = 0;  ///< the executor's reserve on each device
+  double unlimited_s = 0;           ///< T_unlimited, the unlimited iteration (bubbles included)
+};
+
+struct StageBound {
+  std::uint64_t excess_bytes = 0;  ///< X_i
+  std::uint64_t host_bytes = 0;    ///< H_i
+  std::uint64_t peer_bytes = 0;    ///< V_i
+  double link_s = 0;               ///< link_i
+  double bound_s = 0;              ///< T_i
+  bool infeasible = false;         ///< limit < largest_op_bytes + reserve_bytes
+};
+
+struct PipelineTransferBound {
+  TransferBoundStatus status = TransferBoundStatus::kInvalid;
+  double bound_s = 0;              ///< T_b (kOk only)
+  int slowest_stage = -1;          ///< the i with the largest T_i (the first on ties; kOk only)
+  double relative_throughput = 0;  ///< T_unlimited / T_b (kOk only)
+  std::vector<StageBound> stages;  ///< per stage (filled for kOk and kInfeasible)
+};
+
+/// T_b of a pipeline at a per-device limit (see the file comment). kInvalid for no stages, a
+/// bandwidth <= 0 where bytes would cross it, or times out of range (C_i > T_unlimited);
+/// kInfeasible when any stage cannot run its largest op under the limit.
+PipelineTransferBound ComputeTransferBound(const PipelineBoundInput& in);
 
 }  // namespace chameleon::policy
