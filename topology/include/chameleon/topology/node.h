@@ -5,7 +5,8 @@
 // facts each shim reports in HELLO, sysfs (/sys/devices/system/node: memory, distances), NVML when
 // `libnvidia-ml.so.1` loads at run time, and a YAML override in the schema SIMGPU_TOPOLOGY shares.
 // GPUs are keyed by PCI bus id, never by ordinal: CUDA_VISIBLE_DEVICES gives every process its
-// own ordinals. Plain value types; BuildNode is a pure function of its inputs.
+// own ordinals. Plain value types; BuildNode depends only on its inputs and the files and library
+// they name, and is thread-safe as far as NVML is (docs/topology.md).
 #pragma once
 
 #include <cstdint>
