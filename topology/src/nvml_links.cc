@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "chameleon/topology/node.h"
-
 namespace chameleon::topology {
 namespace {
 
@@ -61,7 +59,8 @@ bool RemoteBusId(const NvmlApi& api, NvmlDevice dev, unsigned l, std::string* ou
   char text[32];
   std::snprintf(text, sizeof(text), "%04x:%02x:%02x.0", pci.domain & 0xffff, pci.bus & 0xff,
                 pci.device & 0x1f);
-  return NormalizePciBusId(text, out).empty();
+  *out = text;  // already the canonical form (node.h NormalizePciBusId): lower-case, 4-digit
+  return true;
 }
 
 NvmlGpuLinks GpuLinks(const NvmlApi& api, NvmlDevice dev, const std::string& bus_id) {
