@@ -1,13 +1,16 @@
 // The node's GPUs from every client's reports: one row per PCI bus id, reports of one GPU by
 // several clients merged (peer lists united: each client sees only its CUDA_VISIBLE_DEVICES) or
-// refused when they disagree. Internal to topology/; pure, thread-safe.
+// refused when they disagree. Internal to topology/; defined in node.cc; pure, thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "chameleon/topology/node.h"
+
+namespace chameleon::topology {
+struct GpuReport;  // node.h; not included, so that node.cc -> node_gpus.h stays one-way
+}  // namespace chameleon::topology
 
 namespace chameleon::topology::detail {
 
