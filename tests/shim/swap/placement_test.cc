@@ -78,6 +78,25 @@ class PlacementTest : public SwapFixture {
     peer0_ = PeerLive();
   }
   /// Physical bytes live on device 1 (the peer) beyond those at Start.
+  /// The policy's one entry swapped out to host memory instead of where it asked (one fallback),
+  /// then back intact. `peer_untouched`: also check that the peer holds none of it (not where
+  /// the test itself filled the peer).
+  void ExpectHostFallbackRoundTrip(AllocId id, CUdeviceptr p, std::uint32_t seed,
+                                   bool peer_untouched) {
+    Boundary();
+    Op(kFwd, id);
+    ASSERT_EQ(engine_->State(id), Residency::kSwappedOut);
+    EXPECT_EQ(C(counters_.peer_out_bytes), 0u);
+    EXPECT_EQ(C(counters_.placement_fallbacks), 1u);
+    EXPECT_EQ(C(counters_.host_pool_bytes), kBytes);
+    if (peer_untouched) {
+      EXPECT_EQ(PeerBytes(), 0u);
+    }
+    Clobber();
+    Op(kBwd, id);
+    EXPECT_EQ(Mismatches(p, seed), 0u);
+  }
+
   std::uint64_t PeerBytes() { return PeerLive() - peer0_; }
   std::uint64_t PeerLive() {
     std::uint64_t live = 0, peak = 0;
@@ -182,16 +201,7 @@ TEST_F(PlacementTest, APeerWithoutALeaseIsNeverUsed) {
   CUdeviceptr p = 0;
   const AllocId id = NewFilled(6, &p);
   runner_->SetPolicy(MakePolicy(1, {Entry(ipc::Tier::kPeerGpu, 1, 0)}, {}));
-  Boundary();
-  Op(kFwd, id);
-  ASSERT_EQ(engine_->State(id), Residency::kSwappedOut);
-  EXPECT_EQ(C(counters_.peer_out_bytes), 0u);
-  EXPECT_EQ(C(counters_.placement_fallbacks), 1u);
-  EXPECT_EQ(C(counters_.host_pool_bytes), kBytes);
-  EXPECT_EQ(PeerBytes(), 0u);
-  Clobber();
-  Op(kBwd, id);
-  EXPECT_EQ(Mismatches(p, 6), 0u);
+  ExpectHostFallbackRoundTrip(id, p, 6, /*peer_untouched=*/true);
 }
 
 TEST_F(PlacementTest, BytesBeyondTheLeaseGoToHostMemory) {
@@ -229,15 +239,7 @@ TEST_F(PlacementTest, APeerOutOfMemoryFallsBackToHostMemory) {
   CUdeviceptr p = 0;
   const AllocId id = NewFilled(8, &p);
   runner_->SetPolicy(MakePolicy(1, {Entry(ipc::Tier::kPeerGpu, 1, 0)}, {Lease(64 * kMiB)}));
-  Boundary();
-  Op(kFwd, id);
-  ASSERT_EQ(engine_->State(id), Residency::kSwappedOut);
-  EXPECT_EQ(C(counters_.peer_out_bytes), 0u);
-  EXPECT_EQ(C(counters_.placement_fallbacks), 1u);
-  EXPECT_EQ(C(counters_.host_pool_bytes), kBytes);
-  Clobber();
-  Op(kBwd, id);
-  EXPECT_EQ(Mismatches(p, 8), 0u);
+  ExpectHostFallbackRoundTrip(id, p, 8, /*peer_untouched=*/false);  // the filler is on the peer
   EXPECT_CU(api_.mem_release(filler));
 }
 
@@ -246,16 +248,7 @@ TEST_F(PlacementTest, PlacementHostKeepsEveryByteInHostMemoryDespiteALease) {
   CUdeviceptr p = 0;
   const AllocId id = NewFilled(9, &p);
   runner_->SetPolicy(MakePolicy(1, {Entry(ipc::Tier::kPeerGpu, 1, 0)}, {Lease(64 * kMiB)}));
-  Boundary();
-  Op(kFwd, id);
-  ASSERT_EQ(engine_->State(id), Residency::kSwappedOut);
-  EXPECT_EQ(C(counters_.peer_out_bytes), 0u);
-  EXPECT_EQ(C(counters_.placement_fallbacks), 1u);
-  EXPECT_EQ(C(counters_.host_pool_bytes), kBytes);
-  EXPECT_EQ(PeerBytes(), 0u);
-  Clobber();
-  Op(kBwd, id);
-  EXPECT_EQ(Mismatches(p, 9), 0u);
+  ExpectHostFallbackRoundTrip(id, p, 9, /*peer_untouched=*/true);
 }
 
 TEST_F(PlacementTest, ANumaNodeEntryGoesToPinnedMemoryOnThatNode) {
