@@ -14,6 +14,7 @@
 #include "chameleon/ipc/segment.h"
 #include "chameleon/ipc/socket_protocol.h"
 #include "chameleon/ipc/unix_socket.h"
+#include "device_facts.h"
 
 namespace chameleon::daemon::testing {
 
@@ -98,13 +99,7 @@ class FakeClient {
   /// One HELLO device row.
   static ipc::DeviceFacts Device(std::int32_t ordinal, const char* bus_id, std::uint64_t memory,
                                  std::uint64_t peer_mask = 0) {
-    ipc::DeviceFacts device{};
-    device.ordinal = ordinal;
-    device.host_numa_node = 0;
-    device.total_memory = memory;
-    device.peer_mask = peer_mask;
-    std::snprintf(device.pci_bus_id, sizeof(device.pci_bus_id), "%s", bus_id);
-    return device;
+    return MakeDeviceFacts(ordinal, bus_id, memory, peer_mask);
   }
 
   ~FakeClient() {

@@ -7,6 +7,8 @@
 
 #include <cstdio>
 
+#include "device_facts.h"
+
 namespace chameleon::daemon {
 namespace {
 
@@ -15,13 +17,7 @@ constexpr std::uint64_t kGiB = 1ull << 30;
 
 ipc::DeviceFacts Device(std::int32_t ordinal, const char* bus, std::uint64_t memory,
                         std::uint64_t peer_mask) {
-  ipc::DeviceFacts d{};
-  d.ordinal = ordinal;
-  d.host_numa_node = 0;
-  d.total_memory = memory;
-  d.peer_mask = peer_mask;
-  std::snprintf(d.pci_bus_id, sizeof(d.pci_bus_id), "%s", bus);
-  return d;
+  return MakeDeviceFacts(ordinal, bus, memory, peer_mask);
 }
 
 class NodeLendingTest : public ::testing::Test {

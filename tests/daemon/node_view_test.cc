@@ -8,6 +8,8 @@
 
 #include <cstdio>
 
+#include "device_facts.h"
+
 namespace chameleon::daemon {
 namespace {
 
@@ -15,13 +17,7 @@ constexpr std::uint64_t kGiB = 1ull << 30;
 
 ipc::DeviceFacts Device(int ordinal, const char* bus, std::uint64_t peers = 0, int numa = 0,
                         std::uint64_t memory = 80 * kGiB) {
-  ipc::DeviceFacts d{};
-  d.ordinal = ordinal;
-  d.host_numa_node = numa;
-  d.total_memory = memory;
-  d.peer_mask = peers;
-  std::snprintf(d.pci_bus_id, sizeof(d.pci_bus_id), "%s", bus);
-  return d;
+  return MakeDeviceFacts(ordinal, bus, memory, peers, numa);
 }
 
 topology::NodeSources Sources() {

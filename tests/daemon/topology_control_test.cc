@@ -13,13 +13,7 @@ namespace {
 
 ipc::DeviceFacts Device(int ordinal, const char* bus, std::uint64_t peers, int numa,
                         std::uint64_t memory = 1ull << 30) {
-  ipc::DeviceFacts d{};
-  d.ordinal = ordinal;
-  d.host_numa_node = numa;
-  d.total_memory = memory;
-  d.peer_mask = peers;
-  std::snprintf(d.pci_bus_id, sizeof(d.pci_bus_id), "%s", bus);
-  return d;
+  return MakeDeviceFacts(ordinal, bus, memory, peers, numa);
 }
 
 class TopologyControlTest : public DaemonTest {
