@@ -11,7 +11,21 @@ bool PositiveFinite(double v) { return std::isfinite(v) && v > 0; }
 bool Valid(const TransferBoundInput& in) {
   return PositiveFinite(in.out_bytes_per_s) && PositiveFinite(in.in_bytes_per_s) &&
          std::isfinite(in.unlimited_s) && std::isfinite(in.forward_s) && in.forward_s >= 0 &&
-         in.unlimited_s >= in.forward_s;
+         in.unlimited_s >= in.forward_s &&
+         (in.backward_s < 0 || (std::isfinite(in.backward_s) &&
+                                in.forward_s + in.backward_s <= in.unlimited_s * (1 + 1e-12)));
+}
+
+/// T_w (see the header). Without a backward time, or with no optimizer state, it is the phases
+/// term, which T_b already contains.
+double WindowedBound(const TransferBoundInput& in, double x, double a, double bound_s) {
+  if (in.backward_s < 0 || in.optimizer_state_bytes == 0) return bound_s;
+  const double optimizer_s = std::max(0.0, in.unlimited_s - in.forward_s - in.backward_s);
+  const double f = std::max(in.forward_s, a / in.out_bytes_per_s);
+  const double b = std::max(in.backward_s, a / in.in_bytes_per_s);
+  const double o = std::max({optimizer_s, x / in.out_bytes_per_s - f, x / in.in_bytes_per_s - b});
+  // Rounding must not put T_w a hair under T_b, which it never is in exact arithmetic.
+  return std::max(bound_s, f + b + o);
 }
 
 }  // namespace
@@ -50,6 +64,8 @@ TransferBound ComputeTransferBound(const TransferBoundInput& in) {
       std::max(in.forward_s, a / in.out_bytes_per_s) + std::max(rest_s, a / in.in_bytes_per_s);
   out.bound_s = std::max({in.unlimited_s, out.link_s, out.phases_s});
   out.relative_throughput = out.bound_s > 0 ? in.unlimited_s / out.bound_s : 1.0;
+  out.windowed_s = WindowedBound(in, x, a, out.bound_s);
+  out.windowed_relative_throughput = out.windowed_s > 0 ? in.unlimited_s / out.windowed_s : 1.0;
   out.status = TransferBoundStatus::kOk;
   return out;
 }

@@ -38,6 +38,7 @@ class Row:
     recompute: runs.Result = None  # --recompute at the limit, plain (no shim): does it fit?
     limit: int = 0
     forward_s: float = None
+    backward_s: float = None
     optimizer_bytes: int = 0
     bound: dict = field(default_factory=dict)
     steady: dict = field(default_factory=dict)  # stats-file figures under the final generation
@@ -141,6 +142,8 @@ def bound(build, row, figures):
            "--out-bw", str(int(figures["device_to_host_bandwidth"])),
            "--in-bw", str(int(figures["host_to_device_bandwidth"])),
            "--unlimited-s", f"{t:.9f}", "--forward-s", f"{row.forward_s:.9f}"]
+    if row.backward_s is not None:  # the windowed bound T_w; printed phases may round past t
+        cmd += ["--backward-s", f"{min(row.backward_s, t - row.forward_s):.9f}"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     try:
         out = json.loads(p.stdout)
@@ -161,6 +164,7 @@ def measure(cfg, case):
     for line in row.ref.stdout.splitlines():
         if (m := PHASES_RE.match(line)):
             row.forward_s = float(m.group(1))
+            row.backward_s = float(m.group(2))
         elif (m := OPT_RE.match(line)):
             row.optimizer_bytes = int(m.group(1))
     row.limit = int(row.ref.peak * case.fraction)

@@ -95,5 +95,67 @@ TEST(TransferBoundTest, ShouldRejectInputsOutOfRange) {
   EXPECT_STREQ(ToString(TransferBoundStatus::kInfeasible), "infeasible");
 }
 
+TransferBoundInput WithBackward(TransferBoundInput in, double backward) {
+  in.backward_s = backward;
+  return in;
+}
+
+TEST(TransferBoundTest, ShouldWindowOptimizerStateBetweenItsUpdateAndThePeak) {
+  // X = 10 GB, P = 12 GB, A = 0; T_f 0.25, T_bw 0.2, so T_o = 0.5 - 0.45 = 0.05 s. f = 0.25,
+  // b = 0.2, o = max(0.05, 10e9 / 50e9 - 0.25 = -0.05, 10e9 / 10e9 - 0.2 = 0.8) = 0.8: the
+  // state cannot start back before the peak, so the slow inbound direction has only the
+  // backward and the stretched optimizer phase. T_w = 0.25 + 0.2 + 0.8 = 1.25 s > T_b = 1.0 s.
+  const TransferBound b =
+      ComputeTransferBound(WithBackward(Input(30e9, 20e9, 12e9, 50e9, 10e9, 0.5, 0.25), 0.2));
+  ASSERT_EQ(b.status, TransferBoundStatus::kOk);
+  EXPECT_DOUBLE_EQ(b.bound_s, 1.0);
+  EXPECT_NEAR(b.windowed_s, 1.25, 1e-12);
+  EXPECT_NEAR(b.windowed_relative_throughput, 0.5 / 1.25, 1e-12);
+}
+
+TEST(TransferBoundTest, ShouldStretchTheOptimizerPhaseForAnLlmShapedStep) {
+  // GPT-2-XL-like: X = 12 GB all optimizer state (P = 20 GB), 48 / 60 GB/s out / in, T = 0.15 s
+  // = 0.05 forward + 0.09 backward + 0.01 optimizer. T_b = max(0.15, 12e9 / 48e9 = 0.25, 0.05 +
+  // 0.10) = 0.25. Windowed: f = 0.05, b = 0.09, o = max(0.01, 0.25 - 0.05 = 0.2, 0.2 - 0.09 =
+  // 0.11) = 0.2, T_w = 0.34 s: 0.9 of T_b (0.278 s) is below what any policy can reach.
+  const TransferBound b =
+      ComputeTransferBound(WithBackward(Input(32e9, 20e9, 20e9, 48e9, 60e9, 0.15, 0.05), 0.09));
+  ASSERT_EQ(b.status, TransferBoundStatus::kOk);
+  EXPECT_DOUBLE_EQ(b.bound_s, 0.25);
+  EXPECT_NEAR(b.windowed_s, 0.34, 1e-12);
+}
+
+TEST(TransferBoundTest, ShouldWindowBothKindsWhenTheExcessExceedsTheOptimizerState) {
+  // X = 30 GB, P = 10 GB, A = 20 GB, 20 GB/s each way; T = 1.0 = 0.3 + 0.6 + 0.1 s.
+  // T_b = max(1.0, 1.5, max(0.3, 1.0) + max(0.7, 1.0)) = 2.0. Windowed: f = max(0.3, 1.0) = 1.0,
+  // b = max(0.6, 1.0) = 1.0, o = max(0.1, 1.5 - 1.0, 1.5 - 1.0) = 0.5, T_w = 2.5 s.
+  const TransferBound b =
+      ComputeTransferBound(WithBackward(Input(40e9, 10e9, 10e9, 20e9, 20e9, 1.0, 0.3), 0.6));
+  ASSERT_EQ(b.status, TransferBoundStatus::kOk);
+  EXPECT_DOUBLE_EQ(b.bound_s, 2.0);
+  EXPECT_NEAR(b.windowed_s, 2.5, 1e-12);
+}
+
+TEST(TransferBoundTest, ShouldEqualTheBoundWithoutOptimizerStateOrBackwardTime) {
+  // A trace (P = 0): every byte is already windowed by the phases term, T_w = T_b = 2.4 s.
+  const TransferBound trace =
+      ComputeTransferBound(WithBackward(Input(40e9, 10e9, 0, 25e9, 25e9, 1.0, 0.4), 0.5));
+  ASSERT_EQ(trace.status, TransferBoundStatus::kOk);
+  EXPECT_DOUBLE_EQ(trace.windowed_s, trace.bound_s);
+  EXPECT_DOUBLE_EQ(trace.bound_s, 2.4);
+  // Backward not known: no tightening is claimed.
+  const TransferBound unknown =
+      ComputeTransferBound(Input(30e9, 20e9, 12e9, 50e9, 10e9, 0.5, 0.25));
+  ASSERT_EQ(unknown.status, TransferBoundStatus::kOk);
+  EXPECT_DOUBLE_EQ(unknown.windowed_s, unknown.bound_s);
+}
+
+TEST(TransferBoundTest, ShouldRejectPhasesLongerThanTheStep) {
+  // 0.25 + 0.3 > 0.5 s.
+  const TransferBound b =
+      ComputeTransferBound(WithBackward(Input(30e9, 20e9, 12e9, 50e9, 10e9, 0.5, 0.25), 0.3));
+  EXPECT_EQ(b.status, TransferBoundStatus::kInvalid);
+}
+
 }  // namespace
 }  // namespace chameleon::policy

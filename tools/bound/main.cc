@@ -133,6 +133,8 @@ int main(int argc, char** argv) {
                  "the unlimited step (pipeline: iteration) time, seconds");
   required.push_back(
       app.add_option("--forward-s", in.forward_s, "the unlimited step's time up to its peak"));
+  app.add_option("--backward-s", in.backward_s,
+                 "the unlimited step's backward phase (enables the windowed bound windowed_s)");
   AddSize(app, "--largest-op", &in.largest_op_bytes, "the largest working set of a single op");
   AddSize(app, "--reserve", &in.reserve_bytes, "the executor's reserve on the device");
   CLI::App* pipeline =
@@ -186,12 +188,14 @@ int main(int argc, char** argv) {
     j["link_s"] = b.link_s;
     j["phases_s"] = b.phases_s;
     j["relative_throughput"] = b.relative_throughput;
+    j["windowed_s"] = b.windowed_s;
+    j["windowed_relative_throughput"] = b.windowed_relative_throughput;
   }
   std::cout << j.dump() << "\n";
   if (b.status == chameleon::policy::TransferBoundStatus::kInvalid) {
     std::fprintf(stderr,
                  "chameleon-bound: inputs out of range (bandwidths must be > 0, "
-                 "0 <= forward-s <= unlimited-s)\n");
+                 "0 <= forward-s <= unlimited-s, forward-s + backward-s <= unlimited-s)\n");
     return 2;
   }
   return 0;

@@ -38,6 +38,23 @@ TEST(BoundCli, ShouldPrintTheBoundAndItsTermsAsJson) {
   EXPECT_NEAR(j["relative_throughput"].get<double>(), 1.0 / 2.4, 1e-12);
 }
 
+TEST(BoundCli, ShouldPrintTheWindowedBoundWhenTheBackwardIsGiven) {
+  // transfer_bound_test.cc's GPT-2-XL-like case: T_b = 0.25 s, T_w = 0.34 s.
+  const CliResult run = Bound(
+      "--peak 32GB --limit 20GB --optimizer-bytes 20GB --out-bw 48GB --in-bw 60GB "
+      "--unlimited-s 0.15 --forward-s 0.05 --backward-s 0.09");
+  ASSERT_EQ(run.status, 0) << run.out;
+  const auto j = nlohmann::json::parse(run.out);
+  EXPECT_DOUBLE_EQ(j["bound_s"].get<double>(), 0.25);
+  EXPECT_NEAR(j["windowed_s"].get<double>(), 0.34, 1e-12);
+  EXPECT_NEAR(j["windowed_relative_throughput"].get<double>(), 0.15 / 0.34, 1e-12);
+  // Phases longer than the step are rejected.
+  EXPECT_EQ(Bound("--peak 32GB --limit 20GB --optimizer-bytes 20GB --out-bw 48GB --in-bw 60GB "
+                  "--unlimited-s 0.15 --forward-s 0.05 --backward-s 0.2")
+                .status,
+            2);
+}
+
 TEST(BoundCli, ShouldSayInfeasibleBelowTheLargestOpAndRejectBadInput) {
   const CliResult infeasible = Bound(
       "--peak 10GB --limit 3GB --out-bw 25GB --in-bw 25GB --unlimited-s 0.5 --forward-s 0.2 "

@@ -15,6 +15,21 @@
 // third: A bytes cannot leave faster than B_out before the peak nor return faster than B_in
 // after it. A limit below the largest working set of a single op plus the executor's reserve
 // is infeasible for every policy (the op cannot run), reported as kInfeasible, not as a time.
+//
+// T_b lets the P optimizer-state bytes cross the link at any time of the step. They cannot: each
+// is touched by the optimizer phase that ends every step and must be off the device at the next
+// peak, so it leaves between its update and the peak (the optimizer phase T_o, then the
+// forward) and returns between the peak and its next update (the backward T_bw, then T_o). With
+// the phases split (T_unlimited = T_f + T_bw + T_o, inter-step host time counted in T_o, the one
+// window both directions share), the windowed bound stretches each phase only as far as its
+// transfers force it:
+//
+//   f = max(T_f, A / B_out)    b = max(T_bw, A / B_in)
+//   o = max(T_o, X / B_out - f, X / B_in - b)
+//   T_w = f + b + o            (>= T_b; equal when P = 0 or the backward time is not known)
+//
+// It assumes what the model-shaped trainer does (docs/trainer.md): every other byte live at the
+// peak is used both in the forward and in the backward, and the peak ends the forward.
 // Pure function; thread-safe.
 //
 // A pipeline (one stage per device, issue 16; docs/trainer.md "Transfer bound of a pipeline"):
@@ -43,8 +58,11 @@ struct TransferBoundInput {
   double in_bytes_per_s = 0;                ///< B_in, host -> device
   double unlimited_s = 0;                   ///< T_unlimited, the unlimited step time
   double forward_s = 0;                     ///< T_f, up to the peak (<= unlimited_s)
-  std::uint64_t largest_op_bytes = 0;       ///< the largest working set of a single op
-  std::uint64_t reserve_bytes = 0;          ///< the executor's reserve on the device
+  /// T_bw, the backward phase (forward_s + backward_s <= unlimited_s); < 0: not known, and the
+  /// windowed bound is then T_b.
+  double backward_s = -1;
+  std::uint64_t largest_op_bytes = 0;  ///< the largest working set of a single op
+  std::uint64_t reserve_bytes = 0;     ///< the executor's reserve on the device
 };
 
 enum class TransferBoundStatus : std::uint8_t {
@@ -60,8 +78,10 @@ struct TransferBound {
   std::uint64_t across_bytes = 0;  ///< A
   double link_s = 0;               ///< X / min(B_out, B_in)
   double phases_s = 0;             ///< max(T_f, A / B_out) + max(T_r, A / B_in)
+  double windowed_s = 0;           ///< T_w, the windowed bound (>= bound_s; kOk only)
   /// T_unlimited / T_b: the best throughput relative to unlimited memory (kOk only).
   double relative_throughput = 0;
+  double windowed_relative_throughput = 0;  ///< T_unlimited / T_w (kOk only)
 };
 
 /// "ok", "infeasible" or "invalid".
