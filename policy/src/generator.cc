@@ -8,6 +8,7 @@
 #include "chameleon/policy/phases.h"
 #include "infeasibility.h"
 #include "search.h"
+#include "swap_in_order.h"
 
 namespace chameleon::policy {
 namespace {
@@ -133,6 +134,12 @@ GenerateResult GeneratePlan(const Profile& profile, const GeneratorOptions& opti
                                excess, planning);
   }
   plan.swaps = std::move(best.swaps);
+  // Only the executor's accounting issues swap-ins as early as memory allows, which is where
+  // their order on the shim's one in-stream decides when the first use can run; the paper's
+  // model places each swap-in just in time on its own.
+  if (best.max_excess <= 0 && options.release_at_issue) {
+    detail::OrderSwapInsByUse(plan.memory_before, limit, &plan.swaps);
+  }
   Summarise(&plan);
   if (best.max_excess > 0) {
     result.status = GenerateStatus::kInfeasible;

@@ -14,35 +14,64 @@ using Mode = SwapSimulator::OutMode;
 // placed yet with one swap-out mode, in score order or smallest first. Overlapping swap-outs come
 // first because they cost no stall; stalled swap-outs only when the link cannot hide enough, and
 // then small tensors first is often cheaper (a stall grows with the bytes moved).
+enum class Order : std::uint8_t {
+  kScore,       ///< best score first (the paper)
+  kSmallFirst,  ///< ascending bytes
+  /// Longest gap first (ties: score order). A gap's length is the time its two transfers have:
+  /// a tensor idle across the iteration boundary (optimizer state: updated at the end of one
+  /// step, next read at the end of the next) leaves over the optimizer phase and the forward and
+  /// comes back over the backward, while an activation has the forward out and the backward in.
+  /// Where the link, not the memory, is scarce, those long gaps are the ones worth the bytes
+  /// (docs/policy.md "The windowed bound T_w").
+  kWideFirst,
+};
 struct Pass {
   Mode mode;
-  bool small_first;
+  Order order;
   bool hidden_only;  ///< only swaps whose transfers hide completely behind compute
 };
 struct Strategy {
   std::array<Pass, 4> passes;
   std::size_t count;
 };
-constexpr Pass kHidden{Mode::kOverlapOut, false, true};
-constexpr Pass kStrictHidden{Mode::kStrictOverlap, false, true};
-constexpr Pass kOverlap{Mode::kOverlapOut, false, false};
-constexpr Pass kStrict{Mode::kStrictOverlap, false, false};
-constexpr Pass kStalled{Mode::kStalledOut, false, false};
-constexpr Pass kStalledSmall{Mode::kStalledOut, true, false};
+constexpr Pass kHidden{Mode::kOverlapOut, Order::kScore, true};
+constexpr Pass kStrictHidden{Mode::kStrictOverlap, Order::kScore, true};
+constexpr Pass kOverlap{Mode::kOverlapOut, Order::kScore, false};
+constexpr Pass kStrict{Mode::kStrictOverlap, Order::kScore, false};
+constexpr Pass kStalled{Mode::kStalledOut, Order::kScore, false};
+constexpr Pass kStalledSmall{Mode::kStalledOut, Order::kSmallFirst, false};
+constexpr Pass kWideHidden{Mode::kOverlapOut, Order::kWideFirst, true};
+constexpr Pass kWideStalled{Mode::kStalledOut, Order::kWideFirst, false};
 // Chosen by set cover over ~1,800 random tiny/medium instances and the shared traces: each one
 // is the unique best on some instances (the four listed first win ~99 % of them).
-constexpr std::array<Strategy, 6> kStrategies = {{
+// The seventh (longest gaps first) was added for LLM-shaped steps, where the link is the limit
+// and only the optimizer state's wrapped gaps leave room for it.
+constexpr std::array<Strategy, 7> kStrategies = {{
     {{kHidden, kStalled}, 2},
     {{kStrictHidden, kStalledSmall}, 2},
     {{kOverlap, kStalledSmall}, 2},
     {{kStalled}, 1},
     {{kStrict, kOverlap, kStalled}, 3},
     {{kStrict, kStalledSmall}, 2},
+    {{kWideHidden, kWideStalled}, 2},
 }};
 
 struct Ordered {
   const std::vector<Candidate>& by_score;
   std::vector<std::uint32_t> small_first;  ///< indices into by_score, ascending bytes
+  std::vector<std::uint32_t> wide_first;   ///< indices into by_score, longest gap first
+
+  std::size_t At(Order order, std::size_t k) const {
+    switch (order) {
+      case Order::kSmallFirst:
+        return small_first[k];
+      case Order::kWideFirst:
+        return wide_first[k];
+      case Order::kScore:
+        break;
+    }
+    return k;
+  }
 };
 
 // Greedy placement can leave swaps that later ones made redundant (a short gap placed first,
@@ -101,7 +130,7 @@ SearchOutcome Run(const Strategy& strategy, const Ordered& candidates, const Lay
   for (std::size_t pass = 0; pass < strategy.count && !simulator.Fits(); ++pass) {
     const Pass& p = strategy.passes[pass];
     for (std::size_t k = 0; k < n && !simulator.Fits(); ++k) {
-      const std::size_t i = p.small_first ? candidates.small_first[k] : k;
+      const std::size_t i = candidates.At(p.order, k);
       if (placed[i]) continue;
       if (auto swap = simulator.Place(candidates.by_score[i], p.mode, p.hidden_only)) {
         placed[i] = true;
@@ -133,11 +162,19 @@ constexpr std::size_t kRefineMoves = 8;
 SearchOutcome SearchSwaps(const std::vector<Candidate>& by_score, const LayerGrid& grid,
                           const std::vector<std::int64_t>& excess,
                           const GeneratorOptions& options) {
-  Ordered candidates{by_score, std::vector<std::uint32_t>(by_score.size())};
+  Ordered candidates{by_score, std::vector<std::uint32_t>(by_score.size()), {}};
   for (std::uint32_t i = 0; i < by_score.size(); ++i) candidates.small_first[i] = i;
+  candidates.wide_first = candidates.small_first;
   std::stable_sort(
       candidates.small_first.begin(), candidates.small_first.end(),
       [&](std::uint32_t a, std::uint32_t b) { return by_score[a].bytes < by_score[b].bytes; });
+  // FindCandidates numbers a wrapped gap's next use past the iteration's end (first use + ops),
+  // so next - last is a gap's length in ops for both kinds.
+  const auto gap = [&](std::uint32_t i) {
+    return std::uint64_t(by_score[i].next_use_op) - by_score[i].last_use_op;
+  };
+  std::stable_sort(candidates.wide_first.begin(), candidates.wide_first.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return gap(a) > gap(b); });
   std::vector<bool> excluded(by_score.size(), false);
   ExcessTree tree(excess);  // every Run borrows it and leaves it as it found it
   SearchOutcome best;

@@ -3,6 +3,7 @@
 #include "chameleon/policy/anchors.h"
 #include "chameleon/policy/generator.h"
 #include "chameleon/policy/matcher.h"
+#include "swap_in_order.h"
 
 namespace chameleon::policy {
 
@@ -18,12 +19,16 @@ ipc::Policy ToIpcPolicy(const Plan& plan, const Profile& profile) {
   const std::vector<OpAnchor> anchors = AnchorOps(profile);
   const std::vector<TensorFeatures> features = ComputeFeatures(profile);
   std::vector<PlannedSwap> swaps = plan.swaps;
-  // The shim walks entries in trigger order; equal swap-out ops keep a stable, tensor order.
-  std::sort(swaps.begin(), swaps.end(), [](const PlannedSwap& a, const PlannedSwap& b) {
+  const std::size_t n = profile.ops.size();
+  // Entries in the order of their uses (folded onto one iteration): where several swap-ins
+  // share one trigger the shim issues them in entry order on its one in-stream, so the first
+  // use's bytes travel first (docs/policy.md "Swap-in order"). Ties: swap-out op, tensor.
+  std::sort(swaps.begin(), swaps.end(), [n](const PlannedSwap& a, const PlannedSwap& b) {
+    const std::uint32_t ua = detail::FoldedUse(a, n), ub = detail::FoldedUse(b, n);
+    if (ua != ub) return ua < ub;
     return a.out_after_op != b.out_after_op ? a.out_after_op < b.out_after_op : a.tensor < b.tensor;
   });
   policy.entries.reserve(swaps.size());
-  const std::size_t n = profile.ops.size();
   // Ops >= n are the next iteration's: the anchor is the same (token, occurrence).
   const auto anchor = [&](std::uint32_t op) { return anchors[op % n]; };
   // The tensor's index among its out-anchor op's tensors, in the order the shim lists them: a

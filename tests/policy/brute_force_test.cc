@@ -108,6 +108,38 @@ TEST(PolicyBruteForce, ShouldNeverReturnAPlanThatTheIndependentReplayRejects) {
   EXPECT_GT(infeasible, 0u);
 }
 
+// Under the executor's accounting the shim issues swap-ins on one in-stream in trigger order:
+// a plan must issue them in the order of their uses (folded onto one iteration), or a late use's
+// copy runs ahead of an early one's (docs/policy.md "Swap-in order"), and still fit.
+TEST(PolicyBruteForce, ShouldIssueSwapInsInTheOrderOfTheirUsesUnderTheExecutorsAccounting) {
+  std::uint32_t plans_with_several = 0;
+  for (std::uint64_t seed = 1; seed <= 300; ++seed) {
+    testing::Instance in = testing::MediumInstance(seed);
+    in.options.release_at_issue = true;
+    const GenerateResult r = GeneratePlan(in.profile, in.options);
+    if (!r.ok()) continue;
+    ASSERT_EQ(testing::JudgePlan(in.profile, r.plan.swaps, in.options.device_limit_bytes), "")
+        << "seed " << seed;
+    const std::uint32_t n = static_cast<std::uint32_t>(in.profile.ops.size());
+    // A swap-in issued in one iteration for a use in the next keeps its ops (it is not ordered).
+    std::vector<PlannedSwap> swaps;
+    for (const PlannedSwap& s : r.plan.swaps) {
+      if ((s.in_start_op < n) == (s.use_op < n)) swaps.push_back(s);
+    }
+    std::stable_sort(swaps.begin(), swaps.end(), [n](const PlannedSwap& a, const PlannedSwap& b) {
+      return a.use_op % n < b.use_op % n;
+    });
+    if (swaps.size() >= 2) ++plans_with_several;
+    for (std::size_t i = 1; i < swaps.size(); ++i) {
+      if (swaps[i - 1].use_op % n == swaps[i].use_op % n) continue;  // one consumer: any order
+      EXPECT_LE(swaps[i - 1].in_start_op % n, swaps[i].in_start_op % n)
+          << "seed " << seed << ": swap-in of the use at op " << swaps[i].use_op % n
+          << " issued before the one of the use at op " << swaps[i - 1].use_op % n;
+    }
+  }
+  EXPECT_GT(plans_with_several, 30u);
+}
+
 // An op whose own tensors plus the unswappable ones exceed the limit can never fit.
 TEST(PolicyBruteForce, ShouldReportInfeasibleWhenAnOpNeedsMoreThanTheLimit) {
   for (std::uint64_t seed = 1; seed <= 200; ++seed) {

@@ -103,10 +103,10 @@ TEST(PolicyExplain, ShouldRoundTripThePolicyThroughTheIpcBlobWithResolvableAncho
   ASSERT_EQ(policy.entries.size(), f.result.plan.swaps.size());
   for (std::size_t i = 1; i < policy.entries.size(); ++i) {
     const auto prev = ResolveAnchor(
-        f.profile, {policy.entries[i - 1].out_token, policy.entries[i - 1].out_occurrence});
+        f.profile, {policy.entries[i - 1].use_token, policy.entries[i - 1].use_occurrence});
     const auto cur =
-        ResolveAnchor(f.profile, {policy.entries[i].out_token, policy.entries[i].out_occurrence});
-    EXPECT_LE(prev, cur);  // entries in trigger order
+        ResolveAnchor(f.profile, {policy.entries[i].use_token, policy.entries[i].use_occurrence});
+    EXPECT_LE(prev, cur);  // entries in the order of their uses: the in-stream's order
   }
   for (const ipc::SwapEntry& e : policy.entries) {
     const auto out = ResolveAnchor(f.profile, {e.out_token, e.out_occurrence});

@@ -41,11 +41,13 @@ void ExpectValidPlan(const Profile& p, const GenerateResult& r, std::uint64_t li
   EXPECT_DOUBLE_EQ(r.plan.predicted_iteration_s, p.iteration_s + r.plan.predicted_stall_s);
   const ipc::Policy policy = ToIpcPolicy(r.plan, p);
   ASSERT_EQ(policy.entries.size(), r.plan.swaps.size());
+  const auto n = static_cast<std::int64_t>(p.ops.size());
+  // Entries come in the order of their uses folded onto one iteration (docs/policy.md).
   std::vector<PlannedSwap> swaps = r.plan.swaps;
-  std::sort(swaps.begin(), swaps.end(), [](const PlannedSwap& a, const PlannedSwap& b) {
+  std::sort(swaps.begin(), swaps.end(), [n](const PlannedSwap& a, const PlannedSwap& b) {
+    if (a.use_op % n != b.use_op % n) return a.use_op % n < b.use_op % n;
     return a.out_after_op != b.out_after_op ? a.out_after_op < b.out_after_op : a.tensor < b.tensor;
   });
-  const auto n = static_cast<std::int64_t>(p.ops.size());
   for (std::size_t i = 0; i < swaps.size(); ++i) {
     const ipc::SwapEntry& e = policy.entries[i];
     // Anchors resolve to the planned ops; ops of the next iteration (>= n) by the same anchor.
