@@ -34,7 +34,8 @@ GenerateResult GeneratePlan(const Profile& profile, const GeneratorOptions& opti
 
 /// The ipc form of `plan`: one SwapEntry per planned swap (sorted by the use of its swap-in,
 /// folded onto one iteration, then by swap-out op), triggers anchored on (token, occurrence) per
-/// policy/anchors.h, match keys per policy/matcher.h, and the summary's predictions. generation, stage and boundary are the daemon's to fill.
+/// policy/anchors.h, match keys per policy/matcher.h, and the summary's predictions. generation,
+/// stage and boundary are the daemon's to fill.
 ipc::Policy ToIpcPolicy(const Plan& plan, const Profile& profile);
 
 }  // namespace chameleon::policy
