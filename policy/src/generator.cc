@@ -37,37 +37,8 @@ std::uint32_t LayersPerPhase(const Profile& profile, const GeneratorOptions& opt
   return kDefaultLayersPerPhase;
 }
 
-std::vector<std::uint64_t> MemoryAfter(const std::vector<std::uint64_t>& before,
-                                       const std::vector<PlannedSwap>& swaps) {
-  const std::size_t n = before.size();
-  std::vector<std::int64_t> diff(n + 1, 0);
-  const auto off = [&](std::size_t first, std::size_t end, std::int64_t bytes) {
-    diff[first] -= bytes;
-    diff[end] += bytes;
-  };
-  for (const PlannedSwap& s : swaps) {
-    const auto bytes = static_cast<std::int64_t>(s.device_bytes != 0 ? s.device_bytes : s.bytes);
-    // [free_from, in_start) in the coordinates of two iterations, folded onto one.
-    if (s.in_start_op <= n) {
-      off(s.free_from_op, s.in_start_op, bytes);
-    } else if (s.free_from_op >= n) {
-      off(s.free_from_op - n, s.in_start_op - n, bytes);
-    } else {
-      off(s.free_from_op, n, bytes);
-      off(0, s.in_start_op - n, bytes);
-    }
-  }
-  std::vector<std::uint64_t> after(before.size());
-  std::int64_t delta = 0;
-  for (std::size_t i = 0; i < before.size(); ++i) {
-    delta += diff[i];
-    after[i] = static_cast<std::uint64_t>(static_cast<std::int64_t>(before[i]) + delta);
-  }
-  return after;
-}
-
 void Summarise(Plan* plan) {
-  plan->memory_after = MemoryAfter(plan->memory_before, plan->swaps);
+  plan->memory_after = detail::MemoryAfter(plan->memory_before, plan->swaps);
   plan->predicted_peak_bytes =
       *std::max_element(plan->memory_after.begin(), plan->memory_after.end());
   double stall = 0;

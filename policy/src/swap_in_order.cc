@@ -1,7 +1,6 @@
 #include "swap_in_order.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "excess_tree.h"
 
@@ -12,9 +11,10 @@ std::int64_t DeviceBytesOf(const PlannedSwap& s) {
   return static_cast<std::int64_t>(s.device_bytes != 0 ? s.device_bytes : s.bytes);
 }
 
-/// Per-op memory with the swaps applied, folded onto one iteration.
-std::vector<std::int64_t> ExcessAfter(const std::vector<std::uint64_t>& before, std::int64_t limit,
-                                      const std::vector<PlannedSwap>& swaps) {
+}  // namespace
+
+std::vector<std::uint64_t> MemoryAfter(const std::vector<std::uint64_t>& before,
+                                       const std::vector<PlannedSwap>& swaps) {
   const std::size_t n = before.size();
   std::vector<std::int64_t> diff(n + 1, 0);
   const auto off = [&](std::size_t first, std::size_t end, std::int64_t bytes) {
@@ -32,16 +32,14 @@ std::vector<std::int64_t> ExcessAfter(const std::vector<std::uint64_t>& before, 
       off(0, s.in_start_op - n, bytes);
     }
   }
-  std::vector<std::int64_t> excess(n);
+  std::vector<std::uint64_t> after(n);
   std::int64_t delta = 0;
   for (std::size_t i = 0; i < n; ++i) {
     delta += diff[i];
-    excess[i] = static_cast<std::int64_t>(before[i]) + delta - limit;
+    after[i] = static_cast<std::uint64_t>(static_cast<std::int64_t>(before[i]) + delta);
   }
-  return excess;
+  return after;
 }
-
-}  // namespace
 
 std::uint32_t FoldedUse(const PlannedSwap& swap, std::size_t ops) {
   return swap.use_op >= ops ? static_cast<std::uint32_t>(swap.use_op - ops) : swap.use_op;
@@ -51,7 +49,10 @@ std::size_t OrderSwapInsByUse(const std::vector<std::uint64_t>& memory_before, s
                               std::vector<PlannedSwap>* swaps) {
   const std::size_t n = memory_before.size();
   if (n == 0 || swaps->empty()) return 0;
-  ExcessTree tree(ExcessAfter(memory_before, limit, *swaps));
+  std::vector<std::int64_t> excess(n);
+  const std::vector<std::uint64_t> after = MemoryAfter(memory_before, *swaps);
+  for (std::size_t i = 0; i < n; ++i) excess[i] = static_cast<std::int64_t>(after[i]) - limit;
+  ExcessTree tree(excess);
   // Only swaps whose swap-in and use lie in the same iteration take part (all of them in the
   // plans the simulator makes; the guard keeps a hand-made one from folding wrongly).
   const auto same_frame = [n](const PlannedSwap& s) {

@@ -24,6 +24,10 @@ namespace chameleon::policy::detail {
 std::size_t OrderSwapInsByUse(const std::vector<std::uint64_t>& memory_before, std::int64_t limit,
                               std::vector<PlannedSwap>* swaps);
 
+/// Per-op memory with `swaps` applied (their [free_from, in_start) folded onto one iteration).
+std::vector<std::uint64_t> MemoryAfter(const std::vector<std::uint64_t>& before,
+                                       const std::vector<PlannedSwap>& swaps);
+
 /// The swap's use folded onto one iteration of `ops` ops (the order key of the in-stream).
 std::uint32_t FoldedUse(const PlannedSwap& swap, std::size_t ops);
 
