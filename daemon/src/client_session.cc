@@ -306,7 +306,9 @@ void ClientSession::OnTimedInterval(std::uint64_t interval, double seconds) {
   // are in the device time, and the plan's simulator adds its own stalls on top.
   double compute_s = seconds;
   if (const std::optional<SwapTraffic::Moved> moved = traffic_.During(interval)) {
-    const double net_s = SwapTraffic::Seconds(*moved, options_.policy.host_bandwidth_bytes_per_s);
+    const policy::GeneratorOptions link = WithHostLink(options_.policy);
+    const double net_s =
+        SwapTraffic::Seconds(*moved, policy::OutBandwidth(link), policy::InBandwidth(link));
     if (net_s < seconds) compute_s = seconds - net_s;
   }
   // Candidates of an older profile (before a shift) do not stop the next one being timed.

@@ -222,6 +222,12 @@ void DaemonImpl::HandleHello(Connection* conn, std::span<const std::uint8_t> pay
                who.pid, who.uid, who.slot, bytes, who.hello.devices.size());
   if (const std::string error = node_view_.AddClient(who.id, who.hello.devices); !error.empty())
     spdlog::warn("client {}: its devices are left out of the node view: {}", who.id, error);
+  if (!who.hello.devices.empty()) {
+    const ipc::DeviceFacts& own = who.hello.devices.front();
+    conn->session->SetHostLink(HostLinkOf(
+        node_view_.node(),
+        std::string_view(own.pci_bus_id, strnlen(own.pci_bus_id, sizeof(own.pci_bus_id)))));
+  }
   ipc::Welcome welcome{who.id, static_cast<std::int32_t>(getpid()), options_.heartbeat_interval_ns};
   std::vector<std::uint8_t> message;
   ipc::EncodeWelcome(welcome, &message);

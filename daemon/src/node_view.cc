@@ -28,6 +28,19 @@ std::string ReadOverride(const std::string& path, std::string* text) {
 
 }  // namespace
 
+std::optional<HostLinkFigures> HostLinkOf(const topology::Node& node, std::string_view pci_bus_id) {
+  if (node.provenance.host_link != "yaml") return std::nullopt;
+  const int gpu = node.GpuIndex(pci_bus_id);
+  if (gpu < 0) return std::nullopt;
+  const topology::NodeGpu& g = node.gpus[static_cast<std::size_t>(gpu)];
+  const int numa = node.NumaIndex(g.host_numa_node);
+  if (numa < 0) return std::nullopt;
+  const int host = node.numa[static_cast<std::size_t>(numa)].place;
+  HostLinkFigures f{node.topology.Bandwidth(g.place, host), node.topology.Bandwidth(host, g.place)};
+  if (!(f.device_to_host > 0) || !(f.host_to_device > 0)) return std::nullopt;
+  return f;
+}
+
 std::vector<topology::GpuReport> GpuReportsFromHello(std::span<const ipc::DeviceFacts> devices) {
   std::vector<topology::GpuReport> reports;
   for (const ipc::DeviceFacts& d : devices) {

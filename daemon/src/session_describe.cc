@@ -90,6 +90,11 @@ void ClientSession::Describe(bool detailed, nlohmann::json* out) const {
   j["device"] = {{"bytes_live", h->device_bytes_live.load(std::memory_order_relaxed)},
                  {"bytes_peak", h->device_bytes_peak.load(std::memory_order_relaxed)},
                  {"limit_bytes", DeviceLimit()}};
+  // The link its plans assume, per direction, and where the figures came from.
+  const policy::GeneratorOptions link = WithHostLink(options_.policy);
+  j["host_link"] = {{"device_to_host_bytes_per_s", policy::OutBandwidth(link)},
+                    {"host_to_device_bytes_per_s", policy::InBandwidth(link)},
+                    {"source", host_link_ ? "topology" : "config"}};
   j["swap"] = SwapJson(*h);
   const std::uint64_t applied = h->policy_generation_applied.load(std::memory_order_relaxed);
   nlohmann::json policy{{"generation", publisher_.generation()},

@@ -161,6 +161,16 @@ bool ClientSession::WantsGeneration() const {
          DeviceLimit() != 0 && !disabled_ && ProfileFitsIteration();
 }
 
+policy::GeneratorOptions ClientSession::WithHostLink(policy::GeneratorOptions options) const {
+  // The client's own link, per direction, where the node knows it: a measured or declared figure
+  // beats the configured one-size default (25e9 against 46.8e9 / 54.8e9 on an H100 host link).
+  if (host_link_) {
+    options.device_to_host_bytes_per_s = host_link_->device_to_host;
+    options.host_to_device_bytes_per_s = host_link_->host_to_device;
+  }
+  return options;
+}
+
 std::pair<std::shared_ptr<const policy::Profile>, policy::GeneratorOptions>
 ClientSession::TakeGeneration(std::uint32_t* index) {
   policy::GeneratorOptions options = trials_.Take(index);
@@ -171,6 +181,7 @@ ClientSession::TakeGeneration(std::uint32_t* index) {
   // its chunk size yet; its default is the VMM granularity.
   if (options.chunk_bytes == 0) options.chunk_bytes = kShimChunkBytes;
   options.release_at_issue = true;
+  options = WithHostLink(options);
   // Pointer-table targets unswappable.
   return {exclusions_.ProfileFor(recorder_.profile()), options};
 }

@@ -17,9 +17,11 @@ std::optional<SwapTraffic::Moved> SwapTraffic::During(std::uint64_t interval) co
   return Moved{end.out_bytes - begin.out_bytes, end.in_bytes - begin.in_bytes};
 }
 
-double SwapTraffic::Seconds(const Moved& moved, double bytes_per_s) {
-  if (!(bytes_per_s > 0)) return 0;
-  return double(moved.out_bytes + moved.in_bytes) / bytes_per_s;
+double SwapTraffic::Seconds(const Moved& moved, double out_bytes_per_s, double in_bytes_per_s) {
+  double s = 0;
+  if (out_bytes_per_s > 0) s += double(moved.out_bytes) / out_bytes_per_s;
+  if (in_bytes_per_s > 0) s += double(moved.in_bytes) / in_bytes_per_s;
+  return s;
 }
 
 }  // namespace chameleon::daemon

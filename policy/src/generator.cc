@@ -19,6 +19,9 @@ std::string CheckOptions(const GeneratorOptions& o) {
   if (!(o.host_bandwidth_bytes_per_s > 0) || !std::isfinite(o.host_bandwidth_bytes_per_s)) {
     return "host_bandwidth_bytes_per_s must be positive";
   }
+  for (const double b : {o.device_to_host_bytes_per_s, o.host_to_device_bytes_per_s}) {
+    if (!(b >= 0) || !std::isfinite(b)) return "a per-direction bandwidth must be >= 0 (0: unset)";
+  }
   if (!(o.link_efficiency > 0 && o.link_efficiency <= 1)) return "link_efficiency not in (0, 1]";
   if (!(o.size_weight >= 0) || !std::isfinite(o.size_weight)) return "size_weight must be >= 0";
   if (!(o.prefetch_margin >= 0) || !std::isfinite(o.prefetch_margin)) {

@@ -16,7 +16,8 @@ SwapSimulator::SwapSimulator(const LayerGrid& grid, ExcessTree* excess,
       ops_(static_cast<std::uint32_t>(grid.layer_of_op.size())),
       layers_(static_cast<std::uint32_t>(grid.layers.size())),
       excess_(excess),
-      bandwidth_(options.host_bandwidth_bytes_per_s * options.link_efficiency),
+      out_bandwidth_(OutBandwidth(options) * options.link_efficiency),
+      in_bandwidth_(InBandwidth(options) * options.link_efficiency),
       margin_(options.prefetch_margin),
       release_at_issue_(options.release_at_issue) {
   out_left_.reserve(grid.layers.size());
@@ -161,10 +162,11 @@ std::optional<PlannedSwap> SwapSimulator::Place(const Candidate& c, OutMode mode
                                                 bool hidden_only) {
   if (release_at_issue_) return PlaceAtIssue(c, mode, hidden_only);
   const std::uint32_t use_layer = LayerOf(c.next_use_op);
-  const double transfer = static_cast<double>(c.bytes) / bandwidth_;
+  const double out_s = static_cast<double>(c.bytes) / out_bandwidth_;
+  const double in_s = static_cast<double>(c.bytes) / in_bandwidth_;
   std::uint32_t free_from = 0;
   double out_stall = 0;
-  if (!PlaceOut(c, mode, transfer, &free_from, &out_stall)) return std::nullopt;
+  if (!PlaceOut(c, mode, out_s, &free_from, &out_stall)) return std::nullopt;
   const std::int64_t last_over = LastOver(free_from, c.next_use_op - 1);
   if (last_over < 0) return std::nullopt;
   // Not earlier than the peak: the swap-in may start only after the last op it relieves.
@@ -174,12 +176,12 @@ std::optional<PlannedSwap> SwapSimulator::Place(const Candidate& c, OutMode mode
   for (const Take& t : out_takes_) OutLeft(t.layer) -= t.seconds;
   // No layer between the peak and the use: the swap-in is issued right after the last op over
   // the limit and the use waits for all of it.
-  double in_stall = transfer;
+  double in_stall = in_s;
   auto in_start = static_cast<std::uint32_t>(last_over + 1);
   in_takes_.clear();
   if (floor < use_layer) {
     const std::uint32_t in_layer =
-        PlanIn(transfer * (1 + margin_), transfer, floor, use_layer - 1, &in_takes_, &in_stall);
+        PlanIn(in_s * (1 + margin_), in_s, floor, use_layer - 1, &in_takes_, &in_stall);
     in_start = FirstOp(in_layer);
   }
   if (hidden_only && out_stall + in_stall > 0) {
@@ -187,12 +189,12 @@ std::optional<PlannedSwap> SwapSimulator::Place(const Candidate& c, OutMode mode
     return std::nullopt;
   }
   for (const Take& t : in_takes_) InLeft(t.layer) -= t.seconds;
-  return Commit(c, free_from, in_start, transfer, out_stall, in_stall);
+  return Commit(c, free_from, in_start, out_s, in_s, out_stall, in_stall);
 }
 
 PlannedSwap SwapSimulator::Commit(const Candidate& c, std::uint32_t free_from,
-                                  std::uint32_t in_start, double transfer, double out_stall,
-                                  double in_stall) {
+                                  std::uint32_t in_start, double out_s, double in_s,
+                                  double out_stall, double in_stall) {
   const std::uint64_t device_bytes = c.device_bytes != 0 ? c.device_bytes : c.bytes;
   Relieve(free_from, in_start - 1, device_bytes);
   PlannedSwap swap;
@@ -203,7 +205,8 @@ PlannedSwap SwapSimulator::Commit(const Candidate& c, std::uint32_t free_from,
   swap.free_from_op = free_from;
   swap.in_start_op = in_start;
   swap.use_op = c.next_use_op;
-  swap.transfer_s = transfer;
+  swap.transfer_s = out_s;
+  swap.in_transfer_s = in_s;
   swap.out_stall_s = out_stall;
   swap.stall_s = out_stall + in_stall;
   swap.score = c.score;
@@ -230,16 +233,17 @@ std::optional<PlannedSwap> SwapSimulator::PlaceAtIssue(const Candidate& c, OutMo
   const std::int64_t first_over = FirstOver(free_from, c.next_use_op - 1);
   if (first_over < 0) return std::nullopt;  // relieves nothing
   const auto last_over = static_cast<std::uint32_t>(LastOver(free_from, c.next_use_op - 1));
-  const double transfer = static_cast<double>(c.bytes) / bandwidth_;
+  const double out_s = static_cast<double>(c.bytes) / out_bandwidth_;
+  const double in_s = static_cast<double>(c.bytes) / in_bandwidth_;
   // Swap-out: link time from the layer after the last use up to the layer before the first op
   // that needs the memory; what is missing there is that op's wait.
   const std::uint32_t start_layer = LayerOf(free_from);
   const std::uint32_t need_layer = LayerOf(static_cast<std::uint32_t>(first_over));
-  double out_stall = transfer;
+  double out_stall = out_s;
   out_takes_.clear();
   if (need_layer > start_layer) {
     double missing = 0;
-    PlanOut(transfer, start_layer, need_layer - 1, &out_takes_, &missing);
+    PlanOut(out_s, start_layer, need_layer - 1, &out_takes_, &missing);
     out_stall = missing;
   }
   if (mode == OutMode::kStrictOverlap && out_stall > 0) return std::nullopt;
@@ -253,14 +257,14 @@ std::optional<PlannedSwap> SwapSimulator::PlaceAtIssue(const Candidate& c, OutMo
   double found = 0;
   in_takes_.clear();
   if (use_layer > in_layer)
-    found = TakeForward(transfer * (1 + margin_), in_layer, use_layer - 1, &in_takes_);
-  const double in_stall = std::max(0.0, transfer - found);
+    found = TakeForward(in_s * (1 + margin_), in_layer, use_layer - 1, &in_takes_);
+  const double in_stall = std::max(0.0, in_s - found);
   if (hidden_only && out_stall + in_stall > 0) {
     for (const Take& t : out_takes_) OutLeft(t.layer) += t.seconds;  // roll back
     return std::nullopt;
   }
   for (const Take& t : in_takes_) InLeft(t.layer) -= t.seconds;
-  return Commit(c, free_from, in_start, transfer, out_stall, in_stall);
+  return Commit(c, free_from, in_start, out_s, in_s, out_stall, in_stall);
 }
 
 }  // namespace chameleon::policy::detail

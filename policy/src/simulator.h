@@ -1,8 +1,9 @@
 // Internal: the virtual-timeline swap simulator (paper's simulator over logical layers).
 //
 // Each logical layer has a remaining transfer budget (seconds of link time) per direction; a
-// transfer of S bytes needs S / (B · efficiency) seconds and may span consecutive layers, taking
-// what other transfers left (that is how concurrent transfers share a link).
+// transfer of S bytes needs S / (B · efficiency) seconds (B of its direction) and may span
+// consecutive layers, taking what other transfers left (that is how concurrent transfers share a
+// link).
 #pragma once
 
 #include <optional>
@@ -75,7 +76,7 @@ class SwapSimulator {
   double TakeForward(double need, std::uint32_t first, std::uint32_t last,
                      std::vector<Take>* takes);
   PlannedSwap Commit(const Candidate& c, std::uint32_t free_from, std::uint32_t in_start,
-                     double transfer, double out_stall, double in_stall);
+                     double out_s, double in_s, double out_stall, double in_stall);
 
   // Virtual coordinates: a swap across the iteration boundary (a tensor live across iterations,
   // idle from its last use to its first use in the next iteration) runs on a timeline of two
@@ -99,7 +100,8 @@ class SwapSimulator {
     std::int64_t delta;  ///< added to the excess over [first, last]
   };
   std::vector<Relief> reliefs_;  ///< to undo on destruction
-  double bandwidth_;
+  double out_bandwidth_;         // effective device -> host bytes/s
+  double in_bandwidth_;          // effective host -> device bytes/s
   double margin_;
   bool release_at_issue_;
   std::vector<double> out_left_;

@@ -187,7 +187,9 @@ def measure(cfg, case):
         row.off = runs.run(argv(b, case, case.off_steps), env, cfg.timeout)
         cfg.log(f"  {case.name}: Chameleon + daemon, {case.steps} steps")
         stats = os.path.join(tmp, "swap.jsonl")
-        with runs.Daemon(b) as d:
+        # The daemon plans with the node's host link, per direction, as an operator's
+        # CHAMELEON_TOPOLOGY (e.g. written by chameleon-probe) would give it.
+        with runs.Daemon(b, {"CHAMELEON_TOPOLOGY": machine_file(b, case.machine)}) as d:
             env = env_for(b, case, device)
             env.update(shim(b, row.limit, stats, d.socket))
             row.swap = runs.run(argv(b, case, case.steps), env, cfg.timeout, runs.start_poller(d))

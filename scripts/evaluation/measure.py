@@ -83,7 +83,8 @@ def run_chameleon(cfg, w, memory, policy, topology=None, steps=None, peak=None):
     if not policy:
         env.update(shim_env(cfg.build, memory, False))
         return runs.run(w.argv(cfg.build, steps), env, cfg.timeout)
-    with runs.Daemon(cfg.build) as d:
+    # The daemon sees the same link as simgpu (the sensitivity sweep changes it).
+    with runs.Daemon(cfg.build, {"CHAMELEON_TOPOLOGY": topology} if topology else None) as d:
         env.update(shim_env(cfg.build, memory, True, d.socket))
         r = runs.run(w.argv(cfg.build, steps), env, cfg.timeout, runs.start_poller(d))
         d.poll()  # in case the client is still listed

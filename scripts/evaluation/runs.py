@@ -127,8 +127,9 @@ def run(argv, env_extra, timeout, poll=None):
 class Daemon:
     """A private chameleond on a temporary socket, for one run (fresh state each time)."""
 
-    def __init__(self, build):
+    def __init__(self, build, env=None):
         self.build = build
+        self.env = dict(os.environ, **(env or {}))
         self.dir = tempfile.mkdtemp(prefix="chameleon-eval-")
         self.socket = os.path.join(self.dir, "d.sock")
         self.proc = None
@@ -139,7 +140,7 @@ class Daemon:
         log = open(os.path.join(self.dir, "daemon.log"), "w")
         self.proc = subprocess.Popen([self.build.bin("chameleond"), "--socket", self.socket,
                                       "--metrics-listen", "127.0.0.1:0"],
-                                     stdout=log, stderr=log)
+                                     stdout=log, stderr=log, env=self.env)
         deadline = time.monotonic() + 10
         while not os.path.exists(self.socket):
             if self.proc.poll() is not None or time.monotonic() > deadline:

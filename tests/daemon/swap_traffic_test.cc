@@ -14,9 +14,12 @@ TEST(SwapTraffic, ShouldGiveTheBytesMovedBetweenTwoMarks) {
   EXPECT_EQ(moved->out_bytes, 4000u);
   EXPECT_EQ(moved->in_bytes, 1000u);
   // 4,000 out and 1,000 in, one after the other over a 1,000 B/s link: 5 s.
-  EXPECT_DOUBLE_EQ(SwapTraffic::Seconds(*moved, 1000.0), 5.0);
-  EXPECT_DOUBLE_EQ(SwapTraffic::Seconds(*moved, 0.0), 0.0);  // no link figure: no correction
-  EXPECT_FALSE(traffic.During(5).has_value());               // its end is not marked yet
+  EXPECT_DOUBLE_EQ(SwapTraffic::Seconds(*moved, 1000.0, 1000.0), 5.0);
+  // Each direction at its own rate: 4,000 B at 2,000 B/s out, 1,000 B at 500 B/s in: 4 s.
+  EXPECT_DOUBLE_EQ(SwapTraffic::Seconds(*moved, 2000.0, 500.0), 4.0);
+  EXPECT_DOUBLE_EQ(SwapTraffic::Seconds(*moved, 0.0, 0.0), 0.0);  // no link figure: no correction
+  EXPECT_DOUBLE_EQ(SwapTraffic::Seconds(*moved, 0.0, 1000.0), 1.0);  // only the known direction
+  EXPECT_FALSE(traffic.During(5).has_value());                       // its end is not marked yet
   EXPECT_FALSE(traffic.During(3).has_value());
 }
 

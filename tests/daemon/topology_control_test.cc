@@ -83,6 +83,18 @@ TEST_F(TopologyControlTest, ShouldShowTheGpusOfConnectedClientsWithLinksAndProve
   ASSERT_TRUE(WaitFor([&] { return Gpus(Topology()) == 2; }));
 }
 
+TEST_F(TopologyControlTest, ShouldPlanWithTheHostLinkOfTheClientsGpuPerDirection) {
+  StartDaemon();
+  auto a = ConnectDevices({Device(0, "0000:18:00.0", 0, 0)});
+  ASSERT_TRUE(a);
+  const nlohmann::json reply = Control({{"command", "client"}, {"id", a->id()}});
+  ASSERT_TRUE(reply.value("ok", false)) << reply.dump();
+  const nlohmann::json& link = reply["client"]["host_link"];
+  EXPECT_EQ(link["source"], "topology") << link.dump();
+  EXPECT_DOUBLE_EQ(link["device_to_host_bytes_per_s"].get<double>(), 4.68e10);
+  EXPECT_DOUBLE_EQ(link["host_to_device_bytes_per_s"].get<double>(), 5.48e10);
+}
+
 TEST_F(TopologyControlTest, ShouldNameAContradictingClientAndKeepServingIt) {
   StartDaemon();
   auto a = ConnectDevices({Device(0, "0000:18:00.0", 0, 0)});
@@ -97,6 +109,28 @@ TEST_F(TopologyControlTest, ShouldNameAContradictingClientAndKeepServingIt) {
   EXPECT_EQ(Control({{"command", "status"}})["daemon"]["clients"], 2);
   liar->Disconnect();
   ASSERT_TRUE(WaitFor([&] { return Topology()["refused"].empty(); }));
+}
+
+}  // namespace
+}  // namespace chameleon::daemon::testing
+
+namespace chameleon::daemon::testing {
+namespace {
+
+// Without figures from a source the topology's defaults are a guess: the configured one stands.
+TEST_F(DaemonTest, ShouldPlanWithTheConfiguredBandwidthWhenTheNodeHasNoLinkFigures) {
+  options_.policy.host_bandwidth_bytes_per_s = 12e9;
+  StartDaemon();
+  std::string error;
+  auto a = FakeClient::ConnectWithDevices(options_.socket_path, &error,
+                                          {MakeDeviceFacts(0, "0000:18:00.0", 1ull << 30, 0, 0)});
+  ASSERT_NE(a, nullptr) << error;
+  const nlohmann::json reply = Control({{"command", "client"}, {"id", a->id()}});
+  ASSERT_TRUE(reply.value("ok", false)) << reply.dump();
+  const nlohmann::json& link = reply["client"]["host_link"];
+  EXPECT_EQ(link["source"], "config") << link.dump();
+  EXPECT_DOUBLE_EQ(link["device_to_host_bytes_per_s"].get<double>(), 12e9);
+  EXPECT_DOUBLE_EQ(link["host_to_device_bytes_per_s"].get<double>(), 12e9);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Small iterations computed by hand (docs/policy.md walks through the first one).
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "chameleon/policy/anchors.h"
 #include "chameleon/policy/candidates.h"
 #include "chameleon/policy/generator.h"
@@ -83,6 +85,41 @@ TEST(PolicyHandCases, ShouldStallTheSwapOutWhenTheLinkCannotFinishItBeforeThePea
   EXPECT_DOUBLE_EQ(s.stall_s, 0.5);
   EXPECT_DOUBLE_EQ(r.plan.predicted_iteration_s, 6.5);
   EXPECT_EQ(r.plan.predicted_peak_bytes, 200u);
+}
+
+TEST(PolicyHandCases, ShouldTimeEachDirectionOnItsOwnBandwidth) {
+  // The stalled swap-out case above, with only the device -> host side slow: 80 B/s out (1.25 s:
+  // layer 1 carries 1 s, op 2 waits 0.25 s) and 200 B/s in (0.5 s, hidden in layer 4).
+  GeneratorOptions o = HandOptions(1);  // the one-size figure is overridden both ways
+  o.device_to_host_bytes_per_s = 80;
+  o.host_to_device_bytes_per_s = 200;
+  const GenerateResult slow_out = GeneratePlan(SixOps(5), o);
+  ASSERT_TRUE(slow_out.ok()) << slow_out.message;
+  ASSERT_EQ(slow_out.plan.swaps.size(), 1u);
+  EXPECT_DOUBLE_EQ(slow_out.plan.swaps[0].transfer_s, 1.25);
+  EXPECT_DOUBLE_EQ(slow_out.plan.swaps[0].in_transfer_s, 0.5);
+  EXPECT_DOUBLE_EQ(slow_out.plan.swaps[0].out_stall_s, 0.25);
+  EXPECT_DOUBLE_EQ(slow_out.plan.swaps[0].stall_s, 0.25);
+  EXPECT_DOUBLE_EQ(slow_out.plan.predicted_iteration_s, 6.25);
+  // The other way round: the swap-out fits layer 1 (0.5 s) and the swap-in's 1.25 s gets layer 4
+  // (1 s): op 5 waits 0.25 s.
+  o.device_to_host_bytes_per_s = 200;
+  o.host_to_device_bytes_per_s = 80;
+  const GenerateResult slow_in = GeneratePlan(SixOps(5), o);
+  ASSERT_TRUE(slow_in.ok()) << slow_in.message;
+  ASSERT_EQ(slow_in.plan.swaps.size(), 1u);
+  EXPECT_DOUBLE_EQ(slow_in.plan.swaps[0].out_stall_s, 0.0);
+  EXPECT_DOUBLE_EQ(slow_in.plan.swaps[0].stall_s, 0.25);
+  EXPECT_DOUBLE_EQ(slow_in.plan.predicted_iteration_s, 6.25);
+}
+
+TEST(PolicyHandCases, ShouldRefuseANegativeOrNonFinitePerDirectionBandwidth) {
+  GeneratorOptions o = HandOptions(200);
+  o.host_to_device_bytes_per_s = -1;
+  EXPECT_EQ(GeneratePlan(SixOps(5), o).status, GenerateStatus::kInvalidOptions);
+  o.host_to_device_bytes_per_s = 0;
+  o.device_to_host_bytes_per_s = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(GeneratePlan(SixOps(5), o).status, GenerateStatus::kInvalidOptions);
 }
 
 TEST(PolicyHandCases, ShouldReportBytesMissingWhenAnOpNeedsMoreThanTheLimit) {

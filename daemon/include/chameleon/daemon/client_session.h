@@ -40,6 +40,7 @@
 #include "chameleon/daemon/loop_boundary.h"
 #include "chameleon/daemon/metrics.h"
 #include "chameleon/daemon/node_lending.h"
+#include "chameleon/daemon/node_view.h"
 #include "chameleon/daemon/options.h"
 #include "chameleon/daemon/pointer_exclusions.h"
 #include "chameleon/daemon/policy_publisher.h"
@@ -112,6 +113,10 @@ class ClientSession {
   void SetNode(NodeLending* node) { node_ = node; }
   /// What node placement needs to know of this client now.
   NodeClient NodeView() const;
+  /// The host link of this client's GPU per direction, from the node's topology (HostLinkOf):
+  /// its plans and the safety net's share of a profile's time use these figures instead of the
+  /// daemon's `host_bandwidth_bytes_per_s`. std::nullopt: that setting stays in force.
+  void SetHostLink(std::optional<HostLinkFigures> link) { host_link_ = link; }
   /// Publishes the policy in force again as a new generation, with the node's current leases
   /// and limit (a lease granted or revoked, a limit lowered or restored).
   void Republish();
@@ -181,6 +186,9 @@ class ClientSession {
   StageHold hold_;
   PolicyPublisher publisher_;
   NodeLending* node_ = nullptr;
+  std::optional<HostLinkFigures> host_link_;
+  /// `options` with this client's host link (SetHostLink) in place of the configured figure.
+  policy::GeneratorOptions WithHostLink(policy::GeneratorOptions options) const;
   // The last policy published, as planned (before the node's decoration): what Republish() sends
   // again and what the node's placement reads this client's demand from.
   std::optional<ipc::Policy> base_;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chameleon/ipc/socket_protocol.h"
@@ -20,6 +21,19 @@ namespace chameleon::daemon {
 /// One client's HELLO rows as node reports: peer bits (this client's ordinals) turned into the
 /// bus ids of the devices it listed; a bit naming no listed device is dropped.
 std::vector<topology::GpuReport> GpuReportsFromHello(std::span<const ipc::DeviceFacts> devices);
+
+/// The host link of one GPU as the swap planner needs it: bytes/s per direction between the GPU
+/// and its own NUMA node.
+struct HostLinkFigures {
+  double device_to_host = 0;
+  double host_to_device = 0;
+};
+/// The host link of the GPU with bus id `pci_bus_id` in `node`, when the node's figures come from
+/// a source (the override, which `chameleon-probe` writes from measurements) rather than the
+/// topology's built-in defaults; std::nullopt otherwise, and for a GPU the node does not hold. The
+/// daemon's own `host_bandwidth_bytes_per_s` stays in force then: an operator's setting is not
+/// replaced by a guess.
+std::optional<HostLinkFigures> HostLinkOf(const topology::Node& node, std::string_view pci_bus_id);
 
 class NodeView {
  public:

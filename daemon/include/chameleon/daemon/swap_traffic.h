@@ -30,9 +30,10 @@ class SwapTraffic {
   /// Bytes moved from boundary `interval` to `interval + 1`; std::nullopt when either end is
   /// not remembered or the counters went backwards (a client not to be trusted with a figure).
   std::optional<Moved> During(std::uint64_t interval) const;
-  /// The transfer time of `moved` over a link of `bytes_per_s` each way (the safety net's copies
-  /// wait for each other and for compute: nothing overlaps them).
-  static double Seconds(const Moved& moved, double bytes_per_s);
+  /// The transfer time of `moved` over a link of `out_bytes_per_s` device -> host and
+  /// `in_bytes_per_s` host -> device (the safety net's copies wait for each other and for
+  /// compute: nothing overlaps them). A direction without a positive figure adds nothing.
+  static double Seconds(const Moved& moved, double out_bytes_per_s, double in_bytes_per_s);
 
  private:
   /// As IterationClock's: a device time is reported a few boundaries after its interval.

@@ -12,8 +12,13 @@ struct GeneratorOptions {
   /// Device memory the iteration must fit in (bytes). Required: 0 is rejected.
   std::uint64_t device_limit_bytes = 0;
   /// Device -> host (and host -> device) link bandwidth, bytes per second. The default is a
-  /// PCIe 4.0 x16 link's practical copy rate.
+  /// PCIe 4.0 x16 link's practical copy rate. Used for a direction whose own figure below is 0.
   double host_bandwidth_bytes_per_s = 25e9;
+  /// Per-direction figures (0 = host_bandwidth_bytes_per_s): host links are not symmetric (an
+  /// H100 on PCIe Gen5 x16 copies 46.8 GB/s device -> host and 54.8 GB/s host -> device). The
+  /// daemon fills them from the node topology of the client's GPU (docs/policy.md, "Link").
+  double device_to_host_bytes_per_s = 0;
+  double host_to_device_bytes_per_s = 0;
   /// Congestion factor: the fraction of the nominal bandwidth a transfer really gets when it
   /// overlaps compute (DMA contends with kernels for memory bandwidth). In (0, 1].
   double link_efficiency = 0.8;
@@ -56,6 +61,16 @@ struct GeneratorOptions {
   /// completes and the swap-in is placed as late as the link allows (the paper's model).
   bool release_at_issue = false;
 };
+
+/// The swap-out (device -> host) and swap-in (host -> device) bandwidths `o` plans with.
+inline double OutBandwidth(const GeneratorOptions& o) {
+  return o.device_to_host_bytes_per_s > 0 ? o.device_to_host_bytes_per_s
+                                          : o.host_bandwidth_bytes_per_s;
+}
+inline double InBandwidth(const GeneratorOptions& o) {
+  return o.host_to_device_bytes_per_s > 0 ? o.host_to_device_bytes_per_s
+                                          : o.host_bandwidth_bytes_per_s;
+}
 
 /// Used when neither the options nor the profile say how many layers the model has.
 inline constexpr std::uint32_t kDefaultLayersPerPhase = 32;

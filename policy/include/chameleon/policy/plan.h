@@ -30,7 +30,8 @@ struct PlannedSwap {
   /// after the last one over the limit when no layer is left between it and the use.
   std::uint32_t in_start_op = 0;
   std::uint32_t use_op = 0;  ///< next use: the compute stream waits for the swap-in here
-  double transfer_s = 0;     ///< bytes / effective bandwidth, each direction
+  double transfer_s = 0;     ///< swap-out: bytes / effective device -> host bandwidth
+  double in_transfer_s = 0;  ///< swap-in: bytes / effective host -> device bandwidth
   double stall_s = 0;        ///< predicted wait in total (swap-out + swap-in), 0 when hidden
   /// Part of stall_s spent before free_from_op waiting for the swap-out (the link could not
   /// finish it in time); the rest is spent before use_op waiting for the swap-in.
