@@ -17,6 +17,7 @@
 #include <fstream>
 #include <regex>
 
+#include "stats_file_reader.h"
 #include "swap_e2e_fixture.h"
 
 namespace chameleon::daemon::testing {
@@ -290,7 +291,12 @@ TEST_F(TwoProcessTest, TheOwnersSpareIsLentAndGivenBackWhenItGrows) {
   EXPECT_TRUE(WaitFor([&] { return LimitInForce("b") == kDeviceBytes; }, kDeadlineMs))
       << LimitInForce("b");
   EXPECT_EQ(Describe(b_id_)["device"]["limit_bytes"].get<std::uint64_t>(), kDeviceBytes);
-  EXPECT_GT(Total("a", "evacuated_bytes"), 0u) << "A moved nothing home from device 1";
+  // A's proof of the revocation is that it holds nothing on device 1 any more: copies there were
+  // moved home (evacuated_bytes; none when the revocation found every copy swapped back in) and
+  // idle buffers freed.
+  EXPECT_TRUE(WaitFor([&] { return Total("a", "peer_held_bytes") == 0; }, kDeadlineMs));
+  RecordProperty("lease_bytes", std::to_string(bytes));
+  RecordProperty("evacuated_bytes", std::to_string(Total("a", "evacuated_bytes")));
   // A little more training on both sides after the revocation, then both stop.
   const int a_steps = StepLines(ReadFile(a_.out_path)), b_steps = StepLines(ReadFile(b_.out_path));
   ASSERT_TRUE(WaitFor(
