@@ -27,6 +27,13 @@ LendingMetrics::LendingMetrics(prometheus::Registry& r) {
                           .Register(r);
   completed_ = &revocations.Add({{"outcome", "completed"}});
   hung_ = &revocations.Add({{"outcome", "hung"}});
+  stopped_gpus_ = &BuildGauge()
+                       .Name("chameleon_lending_stopped_gpus")
+                       .Help(
+                           "GPUs that lend no more because a lessee hung on a revocation (until "
+                           "another client owns the GPU)")
+                       .Register(r)
+                       .Add({});
   cost_ = &BuildGauge()
                .Name("chameleon_placement_cost_seconds")
                .Help("GlobalCost of the last node placement: sum of bytes x seconds per byte")

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "chameleon/daemon/swap_chunk.h"
 #include "chameleon/topology/node.h"
 #include "chameleon/topology/node_placement.h"
 
@@ -61,6 +62,14 @@ std::vector<topology::GpuReport> Reports(const std::vector<NodeClient>& clients)
   return reports;
 }
 
+/// Bytes to lend towards `want` out of `spare`, in whole chunks: the lessee's shim holds each
+/// swapped copy in a buffer of whole chunks, so the tail of a lease short of a chunk could hold
+/// nothing, and a lease rounded up past the spare would lend memory the owner may need.
+std::uint64_t WholeChunks(std::uint64_t want, std::uint64_t spare) {
+  const std::uint64_t room = spare / kShimChunkBytes * kShimChunkBytes;
+  return std::min(SwapSpan(want), room);
+}
+
 void AddOnce(std::vector<std::uint32_t>* ids, std::uint32_t id) {
   if (std::find(ids->begin(), ids->end(), id) == ids->end()) ids->push_back(id);
 }
@@ -84,6 +93,9 @@ std::vector<std::uint32_t> NodeLending::Round(std::uint64_t now_ns,
   std::uint64_t leased = 0;
   for (const auto& [id, lease] : book_.leases()) leased += lease.bytes;
   metrics_->active_leases().Set(double(book_.leases().size()));
+  std::size_t stopped = 0;
+  for (const auto& [bus, gpu] : book_.gpus()) stopped += gpu.stopped ? 1 : 0;
+  metrics_->stopped_gpus().Set(double(stopped));
   metrics_->leased_bytes().Set(double(leased));
   return republish;
 }
@@ -142,8 +154,8 @@ void NodeLending::SettleRevocations(std::uint64_t now_ns, const std::vector<Node
   }
 }
 
-void NodeLending::Place(const std::vector<NodeClient>& clients, const LendingOptions& options,
-                        std::vector<std::uint32_t>* republish) {
+bool NodeLending::InputsChanged(const std::vector<NodeClient>& clients,
+                                const LendingOptions& options) {
   // Inputs: what each client swaps and what each GPU may lend in all. Each round places the
   // whole node afresh and only grows leases towards its answer (a lease never shrinks short of a
   // revocation), so unchanged inputs — PlaceNode is deterministic — need no rerun.
@@ -153,9 +165,33 @@ void NodeLending::Place(const std::vector<NodeClient>& clients, const LendingOpt
               std::to_string(book_.Lendable(OwnGpu(c))) + ":" +
               (options.borrowers.Allows(c.uid) ? "b;" : "-;");
   }
-  if (inputs == last_inputs_) return;
+  if (inputs == last_inputs_) return false;
   last_inputs_ = inputs;
+  return true;
+}
 
+NodeLending::Helpers NodeLending::OfferedHelpers(const topology::Node& node) const {
+  // Every host NUMA node (the daemon does not see other host tenants: its capacity is all it
+  // knows), then each GPU with enough to lend.
+  Helpers h;
+  for (const topology::NodeNuma& numa : node.numa) {
+    h.helpers.push_back({numa.place, numa.capacity});
+    h.gpu.emplace_back();
+    h.numa.push_back(numa.id);
+  }
+  for (const topology::NodeGpu& gpu : node.gpus) {
+    const std::uint64_t lendable = book_.Lendable(gpu.pci_bus_id);
+    if (lendable < kMinLendBytes) continue;
+    h.helpers.push_back({gpu.place, lendable});
+    h.gpu.push_back(gpu.pci_bus_id);
+    h.numa.push_back(-1);
+  }
+  return h;
+}
+
+void NodeLending::Place(const std::vector<NodeClient>& clients, const LendingOptions& options,
+                        std::vector<std::uint32_t>* republish) {
+  if (!InputsChanged(clients, options)) return;
   topology::NodeSources sources;
   sources.gpus = Reports(clients);
   sources.override_yaml = topology_yaml_;
@@ -165,23 +201,7 @@ void NodeLending::Place(const std::vector<NodeClient>& clients, const LendingOpt
     last_error_ = error;
     return;
   }
-  // Helpers: every host NUMA node (the daemon does not see other host tenants: its capacity is
-  // all it knows), then each GPU with enough to lend.
-  std::vector<topology::Helper> helpers;
-  std::vector<std::string> helper_gpu;  // "" for a NUMA node
-  std::vector<int> helper_numa;
-  for (const topology::NodeNuma& numa : node.numa) {
-    helpers.push_back({numa.place, numa.capacity});
-    helper_gpu.emplace_back();
-    helper_numa.push_back(numa.id);
-  }
-  for (const topology::NodeGpu& gpu : node.gpus) {
-    const std::uint64_t lendable = book_.Lendable(gpu.pci_bus_id);
-    if (lendable < kMinLendBytes) continue;
-    helpers.push_back({gpu.place, lendable});
-    helper_gpu.push_back(gpu.pci_bus_id);
-    helper_numa.push_back(-1);
-  }
+  const Helpers helpers = OfferedHelpers(node);
   std::vector<topology::SwapDemand> demands;
   std::vector<std::size_t> demand_client;
   for (std::size_t i = 0; i < clients.size(); ++i) {
@@ -191,12 +211,12 @@ void NodeLending::Place(const std::vector<NodeClient>& clients, const LendingOpt
                        clients[i].iteration_s});
     demand_client.push_back(i);
   }
-  if (demands.empty() || helpers.empty()) return;
+  if (demands.empty() || helpers.helpers.empty()) return;
 
   topology::NodePlacementOptions popts;
   popts.quantum = kPlacementQuantum;
   const topology::NodePlacement placed =
-      topology::PlaceNode(node.topology, demands, helpers, popts);
+      topology::PlaceNode(node.topology, demands, helpers.helpers, popts);
   metrics_->rounds().Increment();
   metrics_->cost().Set(placed.global_cost);
   last_cost_ = placed.global_cost;
@@ -204,53 +224,62 @@ void NodeLending::Place(const std::vector<NodeClient>& clients, const LendingOpt
     spdlog::warn("node placement: {}", placed.allocation.error);
   }
   last_error_ = placed.allocation.error;
+  numa_nodes_ = node.numa.size();
 
-  std::vector<std::uint64_t> on_helper(helpers.size(), 0);
-  std::map<std::uint32_t, std::uint64_t> numa_bytes;  // client -> bytes on its chosen NUMA node
+  std::vector<std::uint64_t> on_helper(helpers.helpers.size(), 0);
   std::vector<std::uint32_t> owners, lessees;
+  std::map<std::uint32_t, std::uint64_t> numa_bytes;  // client -> bytes on its chosen NUMA node
   for (const topology::Grant& g : placed.allocation.grants) {
     const NodeClient& c = clients[demand_client[g.sender]];
-    if (helper_gpu[g.helper].empty()) {
+    if (helpers.gpu[g.helper].empty()) {
       on_helper[g.helper] += g.bytes;
-      if (g.bytes > numa_bytes[c.id]) {  // most of its host share goes to one node
-        numa_bytes[c.id] = g.bytes;
-        // Only a node with several NUMA nodes names one in the policy (Decorate).
-        const auto known = numa_of_.find(c.id);
-        if (node.numa.size() > 1 &&
-            (known == numa_of_.end() || known->second != helper_numa[g.helper])) {
-          AddOnce(&lessees, c.id);
-        }
-        numa_of_[c.id] = helper_numa[g.helper];
-      }
+      if (ChooseNuma(c.id, g.bytes, helpers.numa[g.helper], &numa_bytes)) AddOnce(&lessees, c.id);
       continue;
     }
-    // Leases only where the lessee may borrow and can address the GPU itself (its own ordinal);
-    // anything else stays with the host share.
-    const std::string& gpu = helper_gpu[g.helper];
-    if (!options.borrowers.Allows(c.uid) || OrdinalOf(c.devices, gpu) < 0) continue;
-    std::uint64_t held = 0;
-    for (const Lease& lease : book_.Active(c.id)) held += lease.gpu == gpu ? lease.bytes : 0;
-    on_helper[g.helper] += std::max(held, g.bytes);
-    // Grow towards the answer as far as the GPU's spare allows (another lessee may still hold
-    // what this placement moved away from it).
-    const std::uint64_t more = std::min(g.bytes > held ? g.bytes - held : 0, book_.Spare(gpu));
-    const std::uint64_t id = more > 0 ? book_.Grant(gpu, c.id, more) : 0;
-    if (id == 0) continue;
-    const std::uint32_t owner = book_.leases().at(id).owner;
-    spdlog::info("lease {}: {} more bytes of gpu {} (client {}) lent to client {}", id, more, gpu,
-                 owner, c.id);
-    AddOnce(&owners, owner);
-    AddOnce(&lessees, c.id);
+    on_helper[g.helper] += Lend(c, helpers.gpu[g.helper], g.bytes, options, &owners, &lessees);
   }
-  numa_nodes_ = node.numa.size();
-  for (std::size_t h = 0; h < helpers.size(); ++h) {
+  for (std::size_t h = 0; h < helpers.helpers.size(); ++h) {
     metrics_
-        ->Helper(helper_gpu[h].empty() ? "numa " + std::to_string(helper_numa[h])
-                                       : "gpu " + helper_gpu[h])
+        ->Helper(helpers.gpu[h].empty() ? "numa " + std::to_string(helpers.numa[h])
+                                        : "gpu " + helpers.gpu[h])
         .Set(double(on_helper[h]));
   }
   for (std::uint32_t id : owners) AddOnce(republish, id);
   for (std::uint32_t id : lessees) AddOnce(republish, id);
+}
+
+bool NodeLending::ChooseNuma(std::uint32_t client, std::uint64_t bytes, int numa,
+                             std::map<std::uint32_t, std::uint64_t>* numa_bytes) {
+  // Most of its host share goes to one node; only a node with several NUMA nodes names one in
+  // the policy (Decorate), so only there does a change need a republish.
+  if (bytes <= (*numa_bytes)[client]) return false;
+  (*numa_bytes)[client] = bytes;
+  const auto known = numa_of_.find(client);
+  const bool changed = numa_nodes_ > 1 && (known == numa_of_.end() || known->second != numa);
+  numa_of_[client] = numa;
+  return changed;
+}
+
+std::uint64_t NodeLending::Lend(const NodeClient& c, const std::string& gpu, std::uint64_t bytes,
+                                const LendingOptions& options, std::vector<std::uint32_t>* owners,
+                                std::vector<std::uint32_t>* lessees) {
+  // Leases only where the lessee may borrow and can address the GPU itself (its own ordinal);
+  // anything else stays with the host share.
+  if (!options.borrowers.Allows(c.uid) || OrdinalOf(c.devices, gpu) < 0) return 0;
+  std::uint64_t held = 0;
+  for (const Lease& lease : book_.Active(c.id)) held += lease.gpu == gpu ? lease.bytes : 0;
+  // Grow towards the answer as far as the GPU's spare allows (another lessee may still hold
+  // what this placement moved away from it), in whole chunks.
+  const std::uint64_t more = WholeChunks(bytes > held ? bytes - held : 0, book_.Spare(gpu));
+  const std::uint64_t id = more > 0 ? book_.Grant(gpu, c.id, more) : 0;
+  if (id != 0) {
+    const std::uint32_t owner = book_.leases().at(id).owner;
+    spdlog::info("lease {}: {} more bytes of gpu {} (client {}) lent to client {}", id, more, gpu,
+                 owner, c.id);
+    AddOnce(owners, owner);
+    AddOnce(lessees, c.id);
+  }
+  return std::max(held + (id != 0 ? more : 0), bytes);
 }
 
 std::vector<std::uint32_t> NodeLending::ClientGone(std::uint32_t id, std::uint64_t now_ns) {
@@ -286,16 +315,18 @@ void NodeLending::Decorate(std::uint32_t id, const std::vector<ipc::DeviceFacts>
   const auto numa = numa_of_.find(id);
   const int host_numa = numa != numa_of_.end() && numa_nodes_ > 1 ? numa->second : -1;
   // Entries in plan order fill the leases first (the plan lists the earliest swaps first, which
-  // have the least compute to hide behind), the rest go to the host share.
+  // have the least compute to hide behind), each taking its whole chunks there, as the shim's
+  // buffer does; the rest go to the host share.
   for (ipc::SwapEntry& e : policy->entries) {
     e.tier = static_cast<std::uint16_t>(ipc::Tier::kHost);
     e.helper = 0;
+    const std::uint64_t span = SwapSpan(e.bytes);
     auto room =
-        std::find_if(rooms.begin(), rooms.end(), [&](const Room& r) { return r.bytes >= e.bytes; });
+        std::find_if(rooms.begin(), rooms.end(), [&](const Room& r) { return r.bytes >= span; });
     if (room != rooms.end()) {
       e.tier = static_cast<std::uint16_t>(ipc::Tier::kPeerGpu);
       e.helper = room->helper;
-      room->bytes -= e.bytes;
+      room->bytes -= span;
     } else if (host_numa >= 0) {
       e.tier = static_cast<std::uint16_t>(ipc::Tier::kHostNuma);
       e.helper = static_cast<std::uint16_t>(host_numa);
@@ -314,9 +345,22 @@ void NodeLending::Describe(nlohmann::json* out) const {
                       {"state", lease.state == Lease::State::kActive ? "active" : "revoking"},
                       {"omitted_generation", lease.omitted_generation}});
   }
+  // Each GPU that has lent or may lend: "stopped" after a hung lessee (until another client owns
+  // it), "paused" while its owner may not lend (asks memory back, swaps itself, left).
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& [bus, gpu] : book_.gpus()) {
+    gpus.push_back({{"gpu", bus},
+                    {"owner", gpu.owner},
+                    {"state", gpu.stopped  ? "stopped"
+                              : gpu.paused ? "paused"
+                                           : "lending"},
+                    {"spare_bytes", book_.Spare(bus)},
+                    {"lent_bytes", book_.LentOn(bus)}});
+  }
   nlohmann::json numa = nlohmann::json::object();
   for (const auto& [client, node] : numa_of_) numa[std::to_string(client)] = node;
   (*out)["leases"] = std::move(leases);
+  (*out)["gpus"] = std::move(gpus);
   (*out)["revocations"] = {{"completed", completed_}, {"hung", hung_}};
   (*out)["placement"] = {{"cost_s", last_cost_}, {"error", last_error_}, {"numa", numa}};
 }

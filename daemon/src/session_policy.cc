@@ -10,14 +10,9 @@
 #include <algorithm>
 
 #include "chameleon/daemon/client_session.h"
+#include "chameleon/daemon/swap_chunk.h"
 
 namespace chameleon::daemon {
-namespace {
-
-/// The shim executor's default chunk (CHAMELEON_SWAP_CHUNK_BYTES): 2 MiB, the VMM granularity.
-constexpr std::uint64_t kShimChunkBytes = 2ull << 20;
-
-}  // namespace
 
 void ClientSession::OnIteration(const IterationEvent& event) {
   if (event.discarded) return;
@@ -100,9 +95,14 @@ void ClientSession::UpdateStageHold(std::uint64_t now_ns) {
 }
 
 std::uint64_t ClientSession::OwnLimit() const {
-  // Read at each generation, so a reloaded `devices` limit is used by the next candidate.
+  // Read at each generation, so a reloaded `devices` limit is used by the next candidate. The
+  // shim's own limit, not the one in force: that one is already lowered by what this daemon lent
+  // of the GPU, and lending or planning from it would lower it again at every republish. A
+  // layout-1.3 shim reports only the one in force.
+  const ipc::SegmentHeader* h = segment_.header();
+  const std::uint64_t own = h->own_limit_bytes.load(std::memory_order_acquire);
   const std::uint64_t client =
-      segment_.header()->device_limit_bytes.load(std::memory_order_acquire);
+      own != 0 ? own : h->device_limit_bytes.load(std::memory_order_acquire);
   const auto& devices = identity_.hello.devices;
   if (devices.empty()) return EffectiveDeviceLimit(0, client, 0);
   return EffectiveDeviceLimit(ConfiguredDeviceLimit(options_, devices.front().ordinal), client,
@@ -128,7 +128,8 @@ NodeClient ClientSession::NodeView() const {
   view.reclaim_request_bytes = h->reclaim_request_bytes.load(std::memory_order_acquire);
   view.leases_applied_generation = h->leases_applied_generation.load(std::memory_order_acquire);
   if (base_ && !disabled_) {
-    for (const ipc::SwapEntry& e : base_->entries) view.demand_bytes += e.bytes;
+    // What its copies take where they go: whole chunks (a lease of fewer bytes holds less).
+    for (const ipc::SwapEntry& e : base_->entries) view.demand_bytes += SwapSpan(e.bytes);
     view.iteration_s = base_->summary.predicted_iteration_s;
     // The plan's predicted stall is the part of its transfers compute did not hide.
     view.window_s = std::max(0.0, view.iteration_s - base_->summary.predicted_stall_s);
@@ -223,6 +224,11 @@ void ClientSession::Publish(const ipc::Policy* base) {
     base_.reset();
   }
   ipc::Policy policy = base != nullptr ? *base : ipc::Policy{};
+  // Every policy names the limit to run under, also one without swaps: the shim keeps the last
+  // limit it was given, so a limit lowered by a lease comes back only by a policy that says so.
+  if (const std::uint64_t limit = DeviceLimit(); limit != 0) {
+    policy.summary.device_limit_bytes = limit;
+  }
   if (node_ != nullptr)
     node_->Decorate(identity_.id, identity_.hello.devices, DeviceLimit(), &policy);
   publisher_.Publish(&policy, stage(), tracker ? tracker->iteration_ops() : 0,

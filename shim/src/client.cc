@@ -202,6 +202,9 @@ void Client::Attach() {
   const std::uint64_t limit = sink_->DeviceLimit();
   h->device_limit_bytes.store(limit != 0 ? limit : rt_->config.device_limit_bytes,
                               std::memory_order_release);
+  const std::uint64_t own = sink_->OwnLimit();
+  h->own_limit_bytes.store(own != 0 ? own : rt_->config.device_limit_bytes,
+                           std::memory_order_release);
   mailbox_ = segment_.mailbox_reader();
   rt_->kernels.AttachNames(segment_.name_writer(), true, &h->names_dropped);
   std::lock_guard<std::mutex> lock(rt_->tracker_mu);
@@ -310,6 +313,9 @@ void Client::Tick() {
   sink_->PublishCounters(h);
   if (const std::uint64_t limit = sink_->DeviceLimit(); limit != 0) {
     h->device_limit_bytes.store(limit, std::memory_order_release);
+  }
+  if (const std::uint64_t own = sink_->OwnLimit(); own != 0) {
+    h->own_limit_bytes.store(own, std::memory_order_release);
   }
   const std::uint32_t flags = h->control_flags.load(std::memory_order_acquire);
   rt_->daemon_disabled.store((flags & ipc::kControlDisabled) != 0, std::memory_order_relaxed);

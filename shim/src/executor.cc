@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "host_pool_cap.h"
@@ -70,6 +71,7 @@ Executor* CreateExecutor(const ExecutorEnv& env) {
   ex->device = dev;
   ex->min_bytes = c.swap_min_bytes;
   ex->limit_from_env = c.device_limit_bytes != 0;
+  ex->own_limit = limit;
   ex->apply_policy = c.swap_policy;
   swap::SwapEngineOptions o;
   o.device = dev;
@@ -121,13 +123,18 @@ void ExecutorForgetAfterFork() {
 bool ExecutorPolicySink::SetPolicy(const ipc::Policy& policy) {
   Executor* ex = On();
   if (ex == nullptr) return false;
-  // Ignored with CHAMELEON_SWAP_POLICY=off, but its device limit still applies when
-  // CHAMELEON_DEVICE_LIMIT is not set.
-  const std::uint64_t limit = policy.summary.device_limit_bytes;
-  if (!ex->limit_from_env && limit != 0 && limit != ex->engine->device_limit()) {
-    Log(LogLevel::kInfo, "swap executor: device limit %llu bytes from the daemon",
-        static_cast<unsigned long long>(limit));
-    ex->engine->SetDeviceLimit(limit);
+  // Ignored with CHAMELEON_SWAP_POLICY=off, but its device limit still applies. The daemon's
+  // limit lowers ours, never raises it: the operator's, or an owner's lowered by what the daemon
+  // lent of its GPU to others (whatever CHAMELEON_DEVICE_LIMIT says: the lessee holds that
+  // memory). A higher one than in force gives back what a lower one took; 0: a daemon that sets
+  // none, the limit stays.
+  if (const std::uint64_t daemon = policy.summary.device_limit_bytes; daemon != 0) {
+    const std::uint64_t limit = std::min(ex->own_limit, daemon);
+    if (limit != ex->engine->device_limit()) {
+      Log(LogLevel::kInfo, "swap executor: device limit %llu bytes from the daemon",
+          static_cast<unsigned long long>(limit));
+      ex->engine->SetDeviceLimit(limit);
+    }
   }
   // The owner side of a lease holds whatever the policy switch: it is about this GPU's memory.
   ex->engine->SetLentBytes(policy.summary.lent_bytes);
@@ -138,6 +145,11 @@ bool ExecutorPolicySink::SetPolicy(const ipc::Policy& policy) {
 std::uint64_t ExecutorPolicySink::DeviceLimit() const {
   const Executor* ex = On();
   return ex != nullptr ? ex->engine->device_limit() : 0;
+}
+
+std::uint64_t ExecutorPolicySink::OwnLimit() const {
+  const Executor* ex = On();
+  return ex != nullptr ? ex->own_limit : 0;
 }
 
 void ExecutorPolicySink::PublishCounters(ipc::SegmentHeader* header) const {

@@ -64,8 +64,10 @@ struct ExecutorEnv {
 struct Executor {
   int device = 0;                      ///< the one device served; other devices pass through
   std::uint64_t min_bytes = 2u << 20;  ///< smaller allocations pass through
-  bool limit_from_env = false;         ///< CHAMELEON_DEVICE_LIMIT: the daemon's never replaces it
-  bool apply_policy = true;            ///< CHAMELEON_SWAP_POLICY=off: safety net only
+  bool limit_from_env = false;         ///< own_limit is CHAMELEON_DEVICE_LIMIT (else device memory)
+  /// CHAMELEON_DEVICE_LIMIT, else the device's memory: a daemon's limit only ever lowers it.
+  std::uint64_t own_limit = 0;
+  bool apply_policy = true;  ///< CHAMELEON_SWAP_POLICY=off: safety net only
   swap::SwapCounters counters;
   /// Device bytes of passed-through allocations and the program's own cuMemCreate on `device`,
   /// counted against the limit (the engine reads it).
@@ -114,6 +116,7 @@ class ExecutorPolicySink final : public PolicySink {
   explicit ExecutorPolicySink(const std::atomic<Executor*>* slot) : slot_(slot) {}
   bool SetPolicy(const ipc::Policy& policy) override;
   std::uint64_t DeviceLimit() const override;
+  std::uint64_t OwnLimit() const override;
   void PublishCounters(ipc::SegmentHeader* header) const override;
 
  private:

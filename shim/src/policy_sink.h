@@ -23,6 +23,9 @@ class PolicySink {
   virtual bool SetPolicy(const ipc::Policy& policy) = 0;
   /// The device limit in force; 0 while nothing enforces one.
   virtual std::uint64_t DeviceLimit() const = 0;
+  /// The limit of the shim's own (CHAMELEON_DEVICE_LIMIT, else the device's memory) that the
+  /// daemon's may only lower; 0 while nothing enforces one.
+  virtual std::uint64_t OwnLimit() const = 0;
   /// Copies the executor's counters into the segment header (nothing while it is off).
   virtual void PublishCounters(ipc::SegmentHeader* header) const = 0;
 };

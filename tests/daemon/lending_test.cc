@@ -125,7 +125,7 @@ TEST_F(LendingTest, OverflowingClientBorrowsAndTheOwnerGetsItsMemoryBack) {
   EXPECT_EQ(lease.helper, 1) << "the lessee's own ordinal of the owner's GPU";
   std::uint64_t peer = 0, planned = 0;
   for (const ipc::SwapEntry& e : lessee.entries) {
-    planned += e.bytes;
+    planned += (e.bytes + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB);  // in the shim's 2 MiB chunks
     if (e.tier == static_cast<std::uint16_t>(ipc::Tier::kPeerGpu)) {
       EXPECT_EQ(e.helper, 1);
       peer += e.bytes;
@@ -133,7 +133,7 @@ TEST_F(LendingTest, OverflowingClientBorrowsAndTheOwnerGetsItsMemoryBack) {
   }
   EXPECT_GT(peer, 0u) << "entries are placed on the lent GPU";
   EXPECT_LE(peer, lease.bytes);
-  EXPECT_LE(lease.bytes, planned) << "no more lent than the lessee plans to swap";
+  EXPECT_LE(lease.bytes, planned) << "no more lent than the lessee's swaps take";
   // The owner's limit is lowered by exactly the lease: 1 GiB − what it lends.
   EXPECT_EQ(owner.summary.lent_bytes, lease.bytes);
   EXPECT_EQ(owner.summary.device_limit_bytes, kOwnerMemory - lease.bytes);
@@ -161,7 +161,9 @@ TEST_F(LendingTest, OverflowingClientBorrowsAndTheOwnerGetsItsMemoryBack) {
   lessee_->header()->leases_applied_generation.store(omitting.summary.generation);
   const ipc::Policy restored =
       WaitPolicy(*owner_, [](const ipc::Policy& p) { return p.summary.lent_bytes == 0; });
-  EXPECT_EQ(restored.summary.device_limit_bytes, 0u) << "no daemon limit, as before the lease";
+  // The full limit again, named: the shim keeps the last limit it was given (0 would keep the
+  // lowered one).
+  EXPECT_EQ(restored.summary.device_limit_bytes, kOwnerMemory);
   EXPECT_EQ(Revocations("completed"), 1);
   EXPECT_EQ(Revocations("hung"), 0);
   EXPECT_TRUE(Control({{"command", "leases"}})["leases"].empty());
@@ -172,6 +174,55 @@ TEST_F(LendingTest, OverflowingClientBorrowsAndTheOwnerGetsItsMemoryBack) {
                          std::to_string(lease.bytes)),
             std::string::npos)
       << metrics;
+}
+
+// The owner's shim runs under the lowered limit and publishes it as the one in force
+// (device_limit_bytes), next to its own (own_limit_bytes, layout 1.4): the daemon must plan and
+// lend from its own. From the limit in force it would take the lease off a second time (an owner
+// limit of 1 GiB − 2 × lease, a spare short by the lease), and again at each republish.
+TEST_F(LendingTest, AnOwnerRunningUnderItsLoweredLimitIsNotLoweredAgain) {
+  StartDaemon();
+  ipc::Policy lessee, owner;
+  ASSERT_NO_FATAL_FAILURE(Lend(&lessee, &owner));
+  const std::uint64_t lease = owner.summary.lent_bytes;
+  ASSERT_GT(lease, 0u);
+  ipc::SegmentHeader* h = owner_->header();
+  h->own_limit_bytes.store(kOwnerMemory);
+  h->device_limit_bytes.store(owner.summary.device_limit_bytes);
+  EXPECT_EQ(Describe(owner_->id())["device"]["limit_bytes"].get<std::uint64_t>(),
+            kOwnerMemory - lease);
+  // A few more rounds see the same owner: its GPU still offers what is left, lease counted once.
+  const std::uint64_t spare = kOwnerMemory - kOwnerPeak - 16 * kMiB - lease;
+  ASSERT_TRUE(WaitFor([&] {
+    Beat();
+    const auto shown = Control({{"command", "leases"}});
+    return shown["gpus"].size() == 1 && shown["gpus"][0]["spare_bytes"] == spare;
+  })) << Control({{"command", "leases"}}).dump(2);
+  const auto gpu = Control({{"command", "leases"}})["gpus"][0];
+  EXPECT_EQ(gpu["gpu"], kOwnerGpu);
+  EXPECT_EQ(gpu["state"], "lending");
+  EXPECT_EQ(gpu["lent_bytes"].get<std::uint64_t>(), lease);
+  EXPECT_EQ(Describe(owner_->id())["device"]["limit_bytes"].get<std::uint64_t>(),
+            kOwnerMemory - lease);
+}
+
+// A lease is whole chunks of the lessee's executor (kShimChunkBytes): each swapped copy takes its
+// allocation's whole chunks in the peer buffer, so a lease short of a chunk could hold nothing.
+TEST_F(LendingTest, ALeaseIsWholeSwapChunks) {
+  StartDaemon();
+  ipc::Policy lessee, owner;
+  ASSERT_NO_FATAL_FAILURE(Lend(&lessee, &owner));
+  ASSERT_EQ(lessee.leases.size(), 1u);
+  const std::uint64_t chunk = 2 * kMiB;
+  EXPECT_EQ(lessee.leases[0].bytes % chunk, 0u) << lessee.leases[0].bytes;
+  std::uint64_t peer_spans = 0;
+  for (const ipc::SwapEntry& e : lessee.entries) {
+    if (e.tier == static_cast<std::uint16_t>(ipc::Tier::kPeerGpu)) {
+      peer_spans += (e.bytes + chunk - 1) / chunk * chunk;
+    }
+  }
+  EXPECT_GT(peer_spans, 0u);
+  EXPECT_LE(peer_spans, lessee.leases[0].bytes) << "the entries placed there fit as chunks";
 }
 
 class HungLesseeTest : public LendingTest {
@@ -187,12 +238,18 @@ TEST_F(HungLesseeTest, AnOwnerIsNeverKeptWaitingPastTheDeadline) {
   // The lessee never reports the omitting policy applied.
   const ipc::Policy restored =
       WaitPolicy(*owner_, [](const ipc::Policy& p) { return p.summary.lent_bytes == 0; });
-  EXPECT_EQ(restored.summary.device_limit_bytes, 0u);
+  EXPECT_EQ(restored.summary.device_limit_bytes, kOwnerMemory);
   EXPECT_EQ(Revocations("hung"), 1);
   EXPECT_EQ(Revocations("completed"), 0);
   const std::string metrics = Control({{"command", "metrics"}})["text"];
   EXPECT_NE(metrics.find("chameleon_lease_revocations_total{outcome=\"hung\"} 1"),
             std::string::npos);
+  // The GPU lends no more while this owner holds it, and says so.
+  EXPECT_NE(metrics.find("chameleon_lending_stopped_gpus 1"), std::string::npos) << metrics;
+  const auto gpus = Control({{"command", "leases"}})["gpus"];
+  ASSERT_EQ(gpus.size(), 1u);
+  EXPECT_EQ(gpus[0]["state"], "stopped");
+  EXPECT_EQ(gpus[0]["spare_bytes"].get<std::uint64_t>(), 0u);
 }
 
 TEST_F(LendingTest, ALesseeThatLeavesGivesTheOwnerItsLimitBack) {
@@ -203,7 +260,7 @@ TEST_F(LendingTest, ALesseeThatLeavesGivesTheOwnerItsLimitBack) {
   lessee_.reset();
   const ipc::Policy restored =
       WaitPolicy(*owner_, [](const ipc::Policy& p) { return p.summary.lent_bytes == 0; });
-  EXPECT_EQ(restored.summary.device_limit_bytes, 0u);
+  EXPECT_EQ(restored.summary.device_limit_bytes, kOwnerMemory);
   EXPECT_TRUE(Control({{"command", "leases"}})["leases"].empty());
   EXPECT_EQ(Revocations("hung"), 0) << "a dead lessee holds nothing: no revocation to wait for";
 }

@@ -90,6 +90,31 @@ TEST_F(NodeLendingTest, ShouldLeaseThePeerAndRepublishTheOwnerFirst) {
   EXPECT_TRUE(Round().empty());
 }
 
+// The lessee's shim holds each swapped copy in whole chunks (2 MiB): a lease is whole chunks,
+// within the spare, and entries are placed on it by the chunks they take, not their bytes.
+TEST_F(NodeLendingTest, ShouldLendWholeChunksAndPlaceEntriesByTheirChunks) {
+  options_.reserve_bytes = 0;
+  owner_.limit_bytes = 4 * kGiB;
+  owner_.peak_bytes = 4 * kGiB - 64 * kMiB - 3 * kMiB / 2;  // spare: 65.5 MiB
+  lessee_.demand_bytes = 1 * kGiB;                          // more than the spare
+  Round();
+  ASSERT_EQ(node_.book().Active(lessee_.id).size(), 1u);
+  const Lease lease = node_.book().Active(lessee_.id)[0];
+  EXPECT_EQ(lease.bytes, 64 * kMiB) << "the spare's whole chunks, not its 65.5 MiB";
+  ipc::Policy p;
+  for (int i = 0; i < 40; ++i) {
+    ipc::SwapEntry e{};
+    e.bytes = 64 << 10;  // 64 KiB: each takes a whole chunk on the peer
+    p.entries.push_back(e);
+  }
+  node_.Decorate(lessee_.id, lessee_.devices, lessee_.limit_bytes, &p);
+  int on_peer = 0;
+  for (const ipc::SwapEntry& e : p.entries) {
+    on_peer += e.tier == static_cast<std::uint16_t>(ipc::Tier::kPeerGpu) ? 1 : 0;
+  }
+  EXPECT_EQ(on_peer, 32) << "32 chunks of 2 MiB in a 64 MiB lease";
+}
+
 TEST_F(NodeLendingTest, ShouldLendOnlyOptedInGpusOfAllowedUids) {
   options_.all_gpus = false;
   options_.gpus = {"0000:03:00.0"};

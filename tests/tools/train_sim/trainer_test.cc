@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -129,6 +130,43 @@ TEST(TrainerTest, ShouldRejectInvalidOptions) {
     EXPECT_NE(r.code, 0) << args[0];
     EXPECT_TRUE(r.out.empty()) << args[0];
   }
+}
+
+// --stop-file and --grow-file (docs/trainer.md "Hooks for multi-process tests"): files present
+// before the first step end the run at once / grow it before step 0; the results of the steps
+// run are those of a run without the hooks.
+TEST(TrainerTest, HookFilesStopTheRunAndGrowItBetweenSteps) {
+  char dir[] = "/tmp/train-sim-hooks-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string stop = std::string(dir) + "/stop", grow = std::string(dir) + "/grow";
+  std::ofstream(grow) << "1\n";
+  const RunResult plain = RunTrainer(kSmall);
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  const RunResult grown =
+      RunTrainer(With(kSmall, {"--grow-file", grow, "--grow-bytes", "20MiB", "--stop-file", stop}));
+  ASSERT_EQ(grown.code, 0) << grown.err;
+  EXPECT_EQ(LinesWith(grown.out, "grew "), std::vector<std::string>{"grew 20971520 at step 0"});
+  EXPECT_EQ(Losses(grown.out), Losses(plain.out));
+  EXPECT_EQ(LinesWith(grown.out, "checksum "), LinesWith(plain.out, "checksum "));
+  EXPECT_EQ(LinesWith(grown.out, "peak "), LinesWith(plain.out, "peak ")) << "growth is not peak";
+  // The growth is device memory: on a device too small for it the run is out of memory.
+  const RunResult small = RunTrainer(With(kSmall, {"--grow-file", grow, "--grow-bytes", "1GiB"}),
+                                     {"SIMGPU_MEMORY=256MiB"});
+  EXPECT_EQ(small.code, 3) << small.err;
+  std::ofstream(stop) << "1\n";
+  const RunResult stopped = RunTrainer(With(kSmall, {"--stop-file", stop}));
+  ASSERT_EQ(stopped.code, 0) << stopped.err;
+  EXPECT_TRUE(LinesWith(stopped.out, "step ").empty()) << stopped.out;
+  EXPECT_EQ(LinesWith(stopped.out, "checksum ").size(), 1u) << "the initial weights' checksum";
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--grow-file", grow},
+                                               {"--grow-bytes", "1MiB"},
+                                               {"--grow-file", grow, "--grow-bytes", "0"},
+                                               {"--grow-file", grow, "--grow-bytes", "1m"},
+                                               {"--model", "gpt2-xl", "--stop-file", stop}}) {
+    const RunResult r = RunTrainer(args);
+    EXPECT_EQ(r.code, 2) << args[0] << " " << args[1] << ": " << r.err;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // Expected shifts from the schedule documented in docs/trainer.md, computed independently of the

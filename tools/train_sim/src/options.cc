@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "chameleon/ipc/byte_size.h"
+
 namespace chameleon::train_sim {
 namespace {
 
@@ -30,6 +32,9 @@ const char* Validate(Options* o) {
     return "model too large: a tensor would exceed 2^31 elements";
   }
   if (o->corrupt_at_step > o->steps) return "--corrupt-at-step must be at most --steps";
+  if (o->grow_file.empty() != (o->grow_bytes == 0)) {
+    return "--grow-file and --grow-bytes go together (and --grow-bytes must be positive)";
+  }
   return nullptr;
 }
 
@@ -39,6 +44,10 @@ const char* ValidateShape(const CLI::App& app, const std::string& sp, const std:
                           Options* o) {
   ShapeSpec& s = o->shape;
   if (!FindArchitecture(o->model, &s.arch)) return "--model: unknown architecture";
+  for (const char* option : {"--stop-file", "--grow-file", "--grow-bytes"}) {
+    if (app.count(option) > 0)
+      return "--stop-file, --grow-file and --grow-bytes do not apply to --model";
+  }
   for (const char* option : {"--hidden", "--batch", "--pointer-table"}) {
     if (app.count(option) > 0)
       return "--hidden, --batch and --pointer-table do not apply to --model";
@@ -113,6 +122,14 @@ ParseResult ParseOptions(int argc, char** argv, Options* o) {
       ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--flash-attention", flash, "--model: on | off")
       ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--stop-file", o->stop_file,
+                 "end the run before the first step at which this file exists (--steps is then "
+                 "the most steps)");
+  app.add_option("--grow-file", o->grow_file,
+                 "once this file exists, allocate --grow-bytes more device memory (checked "
+                 "before each step) and keep it to the end");
+  std::string grow_bytes;
+  app.add_option("--grow-bytes", grow_bytes, "bytes --grow-file takes (16MiB, 1GB, or digits)");
   std::string alloc = "tensor";
   app.add_option("--alloc", alloc, "tensor | caching | expandable")
       ->check(CLI::IsMember({"tensor", "caching", "expandable"}));
@@ -128,6 +145,17 @@ ParseResult ParseOptions(int argc, char** argv, Options* o) {
     return {code == 0 ? 0 : 2};
   }
   ParseAllocStyle(alloc, &o->alloc);
+  if (!grow_bytes.empty()) {
+    const ipc::ByteSize parsed = ipc::ParseByteSize(grow_bytes);
+    if (!parsed || parsed.bytes == 0) {
+      std::fprintf(
+          stderr,
+          "chameleon-train-sim: --grow-bytes '%s': expected a positive byte size: %s (%s)\n",
+          grow_bytes.c_str(), parsed ? "zero" : parsed.error, ipc::kByteSizeForms);
+      return {2};
+    }
+    o->grow_bytes = parsed.bytes;
+  }
   const bool shaped = !o->model.empty();
   if (!shaped) {
     for (const char* option : {"--micro-batch", "--tp", "--sequence-parallel", "--flash-attention",

@@ -24,6 +24,10 @@ struct Options {
   AllocStyle alloc = AllocStyle::kTensor;
   bool pointer_table = false;  ///< one gather per step through a device-side pointer table
   int corrupt_at_step = -1;    ///< test hook: flip a weight byte before step N (N == steps: at end)
+  // Hooks for multi-process tests (run_hooks.h), real-arithmetic mode only.
+  std::string stop_file;  ///< the run ends before the first step at which it exists
+  std::string grow_file;  ///< once it exists, grow_bytes more device memory are taken
+  std::uint64_t grow_bytes = 0;
 
   // Model-shaped mode (--model): the architecture and per-GPU shard; empty name = the
   // real-arithmetic mode above.

@@ -59,16 +59,22 @@ void Trainer::Setup() {
     gather_ = std::make_unique<PointerTableGather>(api_, *alloc_, stream_, model_->params());
   }
   persistent_bytes_ = alloc_->live_bytes();
+  hooks_ =
+      std::make_unique<RunHooks>(api_, options_.stop_file, options_.grow_file, options_.grow_bytes);
   launcher_->TakeSequenceHash();  // initialisation is not part of any step
 }
 
 void Trainer::Train() {
   for (int step = 0; step < options_.steps; ++step) {
+    // Between steps only (run_hooks.h): the steps run are whole, whatever the files say.
+    if (hooks_->StopBefore(step)) break;
+    hooks_->MaybeGrow(step);
     if (options_.corrupt_at_step == step) CorruptOneWeightByte(step);
     Step(step);
   }
   if (options_.corrupt_at_step == options_.steps) CorruptOneWeightByte(options_.steps);
   Check(api_, api_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  hooks_->Verify();
   // What stays live between steps (scripts/evaluate's transfer bound needs it). stderr: stdout
   // holds only the lines compared across runs.
   std::fprintf(stderr, "chameleon-train-sim: persistent bytes %zu\n", persistent_bytes_);
@@ -189,6 +195,7 @@ std::uint64_t Trainer::ChecksumFromDevice() {
 
 void Trainer::Teardown() {
   if (gather_) gather_->Release();
+  hooks_->Release();
   model_->Release();
   Check(api_, api_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
   alloc_->ReleaseAll();

@@ -13,6 +13,7 @@
 #include "model.h"
 #include "options.h"
 #include "pointer_table.h"
+#include "run_hooks.h"
 
 namespace chameleon::train_sim {
 
@@ -49,6 +50,7 @@ class Trainer {
   std::unique_ptr<Launcher> launcher_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<PointerTableGather> gather_;  // --pointer-table
+  std::unique_ptr<RunHooks> hooks_;             // --stop-file, --grow-file
   std::size_t persistent_bytes_ = 0;  // weights + Adam state: what must be live between steps
   std::uint64_t previous_sequence_ = 0;
 };

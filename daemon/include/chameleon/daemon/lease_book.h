@@ -88,15 +88,17 @@ class LeaseBook {
   std::uint64_t LentOn(const std::string& gpu) const;
   const std::map<std::uint64_t, Lease>& leases() const { return leases_; }
 
- private:
+  /// A GPU the book has seen as a lender (SetLender), by bus id.
   struct Gpu {
     std::uint32_t owner = 0;
     std::uint64_t capacity = 0;
     std::uint64_t peak = 0;
     bool paused = true;
-    bool stopped = false;  // a lessee hung: no more lending while `owner` holds the GPU
+    bool stopped = false;  ///< a lessee hung: no more lending while `owner` holds the GPU
   };
+  const std::map<std::string, Gpu>& gpus() const { return gpus_; }
 
+ private:
   std::uint64_t reserve_;
   std::uint64_t deadline_ns_;
   std::uint64_t next_id_ = 1;

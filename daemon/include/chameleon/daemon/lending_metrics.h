@@ -25,6 +25,7 @@ class LendingMetrics {
   prometheus::Gauge& leased_bytes() { return *leased_bytes_; }
   prometheus::Counter& completed() { return *completed_; }
   prometheus::Counter& hung() { return *hung_; }
+  prometheus::Gauge& stopped_gpus() { return *stopped_gpus_; }
   prometheus::Gauge& cost() { return *cost_; }
   prometheus::Counter& rounds() { return *rounds_; }
 
@@ -35,6 +36,7 @@ class LendingMetrics {
   prometheus::Gauge* leased_bytes_;
   prometheus::Counter* completed_;
   prometheus::Counter* hung_;
+  prometheus::Gauge* stopped_gpus_;
   prometheus::Gauge* cost_;
   prometheus::Counter* rounds_;
 };

@@ -25,6 +25,8 @@
 #include "chameleon/daemon/options.h"
 #include "chameleon/ipc/policy_blob.h"
 #include "chameleon/ipc/socket_protocol.h"
+#include "chameleon/topology/location_aware.h"
+#include "chameleon/topology/node.h"
 
 namespace chameleon::daemon {
 
@@ -79,9 +81,29 @@ class NodeLending {
   /// Completed and hung revocations; owners whose limit comes back go to `republish`.
   void SettleRevocations(std::uint64_t now_ns, const std::vector<NodeClient>& clients,
                          std::vector<std::uint32_t>* republish);
-  /// PlaceNode over the uncovered demand; new leases; owners then lessees to `republish`.
+  /// PlaceNode over the whole node when its inputs changed; new leases; owners then lessees to
+  /// `republish`.
   void Place(const std::vector<NodeClient>& clients, const LendingOptions& options,
              std::vector<std::uint32_t>* republish);
+  /// False when the placement's inputs are those of the last one (no rerun needed).
+  bool InputsChanged(const std::vector<NodeClient>& clients, const LendingOptions& options);
+  /// The helpers a placement may use, with the GPU bus id ("" for a NUMA node) or NUMA id (-1
+  /// for a GPU) of each.
+  struct Helpers {
+    std::vector<topology::Helper> helpers;
+    std::vector<std::string> gpu;
+    std::vector<int> numa;
+  };
+  Helpers OfferedHelpers(const topology::Node& node) const;
+  /// A grant of `bytes` on NUMA node `numa` to `client`: that node becomes its host share's when
+  /// it is the largest so far; true when its policy must name the new node.
+  bool ChooseNuma(std::uint32_t client, std::uint64_t bytes, int numa,
+                  std::map<std::uint32_t, std::uint64_t>* numa_bytes);
+  /// A grant of `bytes` on `gpu` to client `c`: grows its lease there towards them (whole chunks,
+  /// within the spare); returns the bytes the placement puts there.
+  std::uint64_t Lend(const NodeClient& c, const std::string& gpu, std::uint64_t bytes,
+                     const LendingOptions& options, std::vector<std::uint32_t>* owners,
+                     std::vector<std::uint32_t>* lessees);
 
   LeaseBook book_;
   LendingMetrics* metrics_;

@@ -107,7 +107,13 @@ struct alignas(kFalseSharing) SegmentHeader {
   /// Lessee side: generation of the last policy whose leases the executor fully complies with
   /// (everything beyond a dropped or shrunk lease is back in host memory).
   std::atomic<std::uint64_t> leases_applied_generation;
-  std::uint8_t pad6[kFalseSharing - 48];
+  /// Layout 1.4: the limit the shim has of its own — CHAMELEON_DEVICE_LIMIT, else the device's
+  /// memory — whatever lower one the daemon's policy set (device_limit_bytes is the one in
+  /// force). The daemon plans and lends from this one: planning from the limit in force would
+  /// lower an owner's limit by its lease again at every republish. 0 from an older writer (the
+  /// daemon then reads device_limit_bytes) and while the executor is not decided.
+  std::atomic<std::uint64_t> own_limit_bytes;
+  std::uint8_t pad6[kFalseSharing - 56];
 
   // --- slot 7 (layout 1.1): executor detail (client writes; zero from a 1.0 writer). The SLOT7
   // rows of executor_counters.inc, in its order. ---
@@ -158,6 +164,7 @@ static_assert(offsetof(SegmentHeader, device_limit_bytes) == 6 * kFalseSharing +
 static_assert(offsetof(SegmentHeader, reclaim_request_bytes) == 6 * kFalseSharing + 24);
 static_assert(offsetof(SegmentHeader, peer_held_bytes) == 6 * kFalseSharing + 32);
 static_assert(offsetof(SegmentHeader, leases_applied_generation) == 6 * kFalseSharing + 40);
+static_assert(offsetof(SegmentHeader, own_limit_bytes) == 6 * kFalseSharing + 48);
 static_assert(offsetof(SegmentHeader, prefetch_misses) == 7 * kFalseSharing);
 static_assert(offsetof(SegmentHeader, fault_ins) == 7 * kFalseSharing + 8);
 static_assert(offsetof(SegmentHeader, evictions) == 7 * kFalseSharing + 16);
