@@ -49,6 +49,9 @@ TEST(DiscardTrainTest, ShouldKeepTheUnlimitedChecksumAtHalfThePeakWhileDiscardin
   env["SIMGPU_MEMORY"] = std::to_string(limit + (16u << 20));
   env["CHAMELEON_DEVICE_LIMIT"] = std::to_string(limit);
   env["CHAMELEON_SWAP_POLICY"] = "off";
+  // ~22 GB swapped out at once: more than half of a small build machine's RAM (the default
+  // cap), and sparse memory makes it cheap (the evaluation gives the machine's topology instead).
+  env["CHAMELEON_HOST_POOL_BYTES"] = "64GiB";
   env["CHAMELEON_STATS_FILE"] = stats;
   const CapturedRun limited = RunCapturingStderr(kArgs, env, 240000);
   ASSERT_EQ(limited.status, 0) << limited.err;
