@@ -144,6 +144,23 @@ CUresult Memset(CUdeviceptr dst, T value, std::size_t count, CUstream h, bool pt
 
 CUdeviceptr P(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
+// simgpuMemDiscardAsync: the range's contents are dead, so its written pages are dropped in
+// stream order (reads return zeros, host RAM is released) at no virtual time — on a GPU a
+// discard is bookkeeping, not a write. Refused on a capturing stream: a graph replaying it
+// later would drop whatever the range holds then.
+CUresult Discard(CUdeviceptr dst, std::size_t n, CUstream h) {
+  Stream* s = nullptr;
+  SIMGPU_TRY(ResolveStream(h, false, &s));
+  if (n == 0) return CUDA_SUCCESS;
+  if (!dst) return CUDA_ERROR_INVALID_VALUE;
+  if (s->capturing()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  const Backing db = BackingOf(dst, n);
+  if (db.kind == Backing::Kind::kForeign) return CUDA_ERROR_INVALID_VALUE;
+  OpSpec op;  // cost kind kNone: no virtual time
+  op.work = [dst, n, db] { SparseDiscard(dst, db, n); };
+  return s->Submit(std::move(op));
+}
+
 }  // namespace
 
 // ---- Synchronous copies (legacy default stream, or the per-thread stream for _ptds). ----
@@ -321,5 +338,13 @@ SIMGPU_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int v, size_
                                           CUstream s) try {
   SIMGPU_ENTRY();
   return Memset<unsigned int>(dst, v, n, s, true, false);
+}
+SIMGPU_CATCH
+
+// ---- simgpu extension (chameleon/simgpu/control.h): no host-clock tick, like the other
+// simgpu* entry points, so that a shim that discards leaves virtual time unchanged. ----
+SIMGPU_API int simgpuMemDiscardAsync(std::uint64_t dst, std::size_t n, void* stream) try {
+  SIMGPU_ENTRY_NO_TICK();
+  return Discard(dst, n, static_cast<CUstream>(stream));
 }
 SIMGPU_CATCH

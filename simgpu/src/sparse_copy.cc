@@ -101,6 +101,29 @@ void Hole(const std::vector<Seg>& dst, std::uintptr_t a, std::uintptr_t b, std::
   }
 }
 
+// Makes the destination bytes opposite the source's gaps read as zeros: the destination's
+// written extents are read once per segment (not once per gap: a sparse source has a gap per
+// written page, and each scan is a few syscalls), then what lies outside the copied source
+// extents `src` (shifted by `delta` = dst - src) is cleared.
+void Holes(const std::vector<Seg>& dst, const std::vector<Extent>& src, std::uintptr_t delta,
+           std::uintptr_t sb, std::uintptr_t se) {
+  for (const Seg& seg : dst) {
+    t_dst.clear();
+    Written(seg, seg.addr, seg.len, &t_dst);
+    std::size_t k = 0;  // first source extent that may overlap the current destination extent
+    for (const Extent& e : t_dst) {
+      std::uintptr_t at = e.begin;
+      while (k < src.size() && src[k].end + delta <= at) ++k;
+      for (std::size_t j = k; at < e.end && j < src.size() && src[j].begin + delta < e.end; ++j) {
+        const std::uintptr_t cb = src[j].begin + delta, ce = src[j].end + delta;
+        if (cb > at) Outside(at, cb, sb, se, [&](auto p, auto q) { Clear(seg, p, q); });
+        at = std::max(at, ce);
+      }
+      if (at < e.end) Outside(at, e.end, sb, se, [&](auto p, auto q) { Clear(seg, p, q); });
+    }
+  }
+}
+
 void DenseMove(std::uintptr_t dst, std::uintptr_t src, std::size_t n, Skip skip) {
   Outside(0, n, skip.begin, skip.end, [&](std::uintptr_t a, std::uintptr_t b) {
     std::memmove(reinterpret_cast<void*>(dst + a), reinterpret_cast<const void*>(src + a), b - a);
@@ -143,14 +166,26 @@ void SparseMove(std::uintptr_t dst, const Backing& d, std::uintptr_t src, const 
   }
   if (!holes && pos == n) return;
   Segments(dst, n, d, &t_segs);
-  pos = 0;
-  const std::uintptr_t sb = dst + skip.begin;
-  const std::uintptr_t se = dst + skip.end;
-  for (const Extent& e : t_src) {
-    if (e.begin - src > pos) Hole(t_segs, dst + pos, dst + (e.begin - src), sb, se);
-    pos = e.end - src;
+  Holes(t_segs, t_src, dst - src, dst + skip.begin, dst + skip.end);
+}
+
+bool SparseDiscard(std::uintptr_t dst, const Backing& d, std::size_t n) {
+  if (d.kind == Backing::Kind::kForeign) return false;
+  Segments(dst, n, d, &t_segs);
+  for (const Seg& seg : t_segs)
+    if (seg.fd == kForeignFd) return false;  // partly unmapped: nothing to drop there
+  // Adjacent segments of one kind (memfd chunks mapped side by side) are dropped together: one
+  // madvise covers several mappings.
+  for (std::size_t i = 0; i < t_segs.size();) {
+    Seg run = t_segs[i];
+    const bool memfd = run.fd >= 0;
+    for (++i;
+         i < t_segs.size() && (t_segs[i].fd >= 0) == memfd && t_segs[i].addr == run.addr + run.len;
+         ++i)
+      run.len += t_segs[i].len;
+    Clear(run, run.addr, run.addr + run.len);
   }
-  if (pos < n) Hole(t_segs, dst + pos, dst + n, sb, se);
+  return true;
 }
 
 bool SparseZero(std::uintptr_t dst, const Backing& d, std::size_t n) {

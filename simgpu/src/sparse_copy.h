@@ -42,6 +42,11 @@ struct Skip {
 void SparseMove(std::uintptr_t dst, const Backing& d, std::uintptr_t src, const Backing& s,
                 std::size_t n, Skip skip = {});
 
+/// Forgets [dst, dst + n): its whole pages dropped with one madvise per backing segment, without
+/// reading which are written (cheaper than SparseZero when most are not), partial edge pages
+/// written with zeros. False, with nothing done, for foreign or partly unmapped memory.
+bool SparseDiscard(std::uintptr_t dst, const Backing& d, std::size_t n);
+
 /// Zeroes [dst, dst + n) by dropping its written pages (partial pages are written as zeros).
 /// False, with nothing done, for foreign memory: the caller then writes the zeros itself.
 bool SparseZero(std::uintptr_t dst, const Backing& d, std::size_t n);

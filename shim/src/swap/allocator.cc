@@ -10,7 +10,9 @@ CUresult Allocator::Allocate(std::size_t bytes, CUstream stream, CUdeviceptr* pt
   const std::size_t span = (bytes + chunk - 1) / chunk * chunk;
   std::vector<std::uint32_t> chunks;
   CUdeviceptr va = free_ranges_->Reuse(span, stream, &chunks);
-  if (va != 0 && !chunks.empty()) {  // still mapped to its intact chunks: nothing to do
+  if (va != 0 && !chunks.empty()) {  // still mapped to its intact chunks: nothing to map
+    // The freed tensor's bytes are dead; `stream` already waits for its free.
+    discard_.StaleChunks(va, chunks, 0, chunks.size(), stream);
     Track(va, bytes, span, std::move(chunks), stream, id, flags);
     *ptr = va;
     return CUDA_SUCCESS;
@@ -39,6 +41,8 @@ CUresult Allocator::MapNew(CUdeviceptr va, std::size_t bytes, std::size_t span, 
     if (r != CUDA_SUCCESS) base_.chunks->Release(chunks, nullptr, nullptr);
   }
   if (r != CUDA_SUCCESS) return r;
+  // Reused chunks hold dead bytes of their previous owners (`stream` waits for those).
+  discard_.StaleChunks(va, chunks, 0, chunks.size(), stream);
   Track(va, bytes, span, std::move(chunks), stream, id, flags);
   return CUDA_SUCCESS;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "swap/allocation_table.h"
+#include "swap/discarder.h"
 #include "swap/evictor.h"
 #include "swap/free_range_cache.h"
 #include "swap/swap_base.h"
@@ -29,7 +30,8 @@ class Allocator {
         free_ranges_(free_ranges),
         unmaps_(unmaps),
         transfers_(transfers),
-        evictor_(evictor) {}
+        evictor_(evictor),
+        discard_(base) {}
 
   /// SwapEngine::Allocate (see there), on a chunk-rounded span.
   CUresult Allocate(std::size_t bytes, CUstream stream, CUdeviceptr* ptr, AllocId* id,
@@ -53,6 +55,7 @@ class Allocator {
   UnmapBatcher* unmaps_;
   TransferScheduler* transfers_;
   Evictor* evictor_;
+  Discarder discard_;
 };
 
 }  // namespace chameleon::shim::swap

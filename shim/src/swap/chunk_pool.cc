@@ -86,7 +86,7 @@ bool ChunkPool::CreateChunk(std::uint32_t* chunk) {
     id = static_cast<std::uint32_t>(chunks_.size());
     chunks_.emplace_back();
   }
-  chunks_[id] = Chunk{h, nullptr, chunks_[id].epoch + 1, 0};
+  chunks_[id] = Chunk{h, nullptr, chunks_[id].epoch + 1, 0, false};
   *chunk = id;
   return true;
 }
@@ -175,6 +175,7 @@ std::uint64_t ChunkPool::ReleaseOne(std::uint32_t chunk, Fence* fence) {
   Chunk& c = chunks_[chunk];
   if (fence) FencePool::Ref(fence);
   c.fence = fence;
+  c.stale = true;
   AddToPool(chunk, /*front=*/false);
   return c.epoch;
 }
@@ -214,7 +215,7 @@ std::uint64_t ChunkPool::Trim() {
     fences_->Unref(c.fence);
     counters_->Vmm(counters_->vmm_creates);
     api_->mem_release(c.handle);
-    c = Chunk{0, nullptr, c.epoch + 1, 0};
+    c = Chunk{0, nullptr, c.epoch + 1, 0, false};
     dead_.push_back(id);
     created_bytes_ -= chunk_bytes_;
     released += chunk_bytes_;

@@ -99,6 +99,10 @@ class ChunkPool {
   bool Intact(const std::vector<std::uint32_t>& chunks,
               const std::vector<std::uint64_t>& epochs) const;
   CUmemGenericAllocationHandle handle(std::uint32_t chunk) const { return chunks_[chunk].handle; }
+  /// True when the chunk may hold a previous owner's bytes: released since it was created or
+  /// last discarded (Discarder drops them before a new owner uses it).
+  bool stale(std::uint32_t chunk) const { return chunks_[chunk].stale; }
+  void set_discarded(std::uint32_t chunk) { chunks_[chunk].stale = false; }
   /// Releases (cuMemRelease) pooled chunks whose fence has completed. Returns bytes released.
   std::uint64_t Trim();
 
@@ -108,6 +112,7 @@ class ChunkPool {
     Fence* fence = nullptr;      // while pooled: wait on this before writing
     std::uint64_t epoch = 0;     // bumped on every Take
     std::uint64_t pool_seq = 0;  // release sequence number while pooled, 0 when in use
+    bool stale = false;          // released since created or discarded: may hold old bytes
   };
   /// An entry of the FIFO; stale (skipped) once the chunk left the pool or was released again.
   struct Entry {

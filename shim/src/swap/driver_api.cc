@@ -39,6 +39,7 @@ const char* ResolveDriverApi(void* handle, SymbolLookupFn sym, DriverApi* out) {
   Resolve(handle, sym, "cuMemcpyDtoDAsync_v2", &api.memcpy_dtod_async);  // optional
   Resolve(handle, sym, "simgpuEventVirtualNs", &api.event_virtual_ns);
   Resolve(handle, sym, "simgpuStreamVirtualNs", &api.stream_virtual_ns);
+  Resolve(handle, sym, "simgpuMemDiscardAsync", &api.mem_discard_async);
   *out = api;
   return nullptr;
 }

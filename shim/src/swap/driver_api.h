@@ -8,6 +8,7 @@
 
 #include <cuda.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace chameleon::shim::swap {
@@ -50,6 +51,10 @@ struct DriverApi {
   // order, and never by how far simgpu's worker threads happen to have run.
   int (*event_virtual_ns)(void*, std::uint64_t*) = nullptr;   // simgpuEventVirtualNs
   int (*stream_virtual_ns)(void*, std::uint64_t*) = nullptr;  // simgpuStreamVirtualNs
+  // Optional (simgpu only): drops a range's contents in stream order, so that a chunk or buffer
+  // whose bytes are dead stops costing host RAM and copy time (Discarder). A real GPU has no
+  // such cost: without the symbol nothing is discarded.
+  int (*mem_discard_async)(std::uint64_t, std::size_t, void*) = nullptr;  // simgpuMemDiscardAsync
 };
 
 /// Looks up every entry of DriverApi in `handle` with `sym` (the shim passes RealDlsym(); tests

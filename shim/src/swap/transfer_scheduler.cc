@@ -71,6 +71,9 @@ CUresult TransferScheduler::CopyIn(Allocation* a, const std::vector<Fence*>& wai
       if (f && f != waited) base_.api->stream_wait_event(in_, f->event, 0);
       if (f) waited = f;
     }
+    // The piece's reused chunks held someone else's bytes: drop them (after their previous
+    // users, before the copy), so that the tail past a->bytes is not kept, nor copied later.
+    discard_.StaleChunks(a->va, a->chunks, i, piece, in_);
     const std::size_t off = i * chunk;
     const std::size_t n = std::min(piece * chunk, a->bytes - off);
     const CUresult r =
@@ -171,6 +174,9 @@ CUresult TransferScheduler::MoveToHost(Allocation* a) {
 CUresult TransferScheduler::SwapIn(Allocation* a, const std::vector<Fence*>& waits) {
   CUresult r = CopyIn(a, waits);
   for (Fence* f : waits) base_.fences->Unref(f);
+  // The copy has been read (in stream order): its buffer's bytes are dead. Discarded before
+  // `ready` is recorded, so that the buffer's next writer, which waits for `ready`, comes after.
+  if (r == CUDA_SUCCESS) discard_.Buffer(a->host, a->span, in_);
   a->ready = base_.fences->Record(in_);
   // The next swap-out writing this buffer waits for `ready` (the read above) on its stream.
   ReleaseCopy(a, a->ready);

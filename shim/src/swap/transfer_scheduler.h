@@ -31,6 +31,7 @@
 
 #include "swap/allocation_table.h"
 #include "swap/destinations.h"
+#include "swap/discarder.h"
 #include "swap/swap_base.h"
 #include "swap/unmap_batcher.h"
 
@@ -41,7 +42,12 @@ class TransferScheduler {
   /// `in` and `out`: the two side streams (non-blocking, owned by the caller).
   TransferScheduler(const SwapBase& base, CUstream in, CUstream out, Destinations* destinations,
                     UnmapBatcher* unmaps)
-      : base_(base), in_(in), out_(out), destinations_(destinations), unmaps_(unmaps) {}
+      : base_(base),
+        in_(in),
+        out_(out),
+        destinations_(destinations),
+        unmaps_(unmaps),
+        discard_(base) {}
 
   CUstream in_stream() const { return in_; }    ///< swap-ins (host -> device)
   CUstream out_stream() const { return out_; }  ///< swap-outs (device -> host)
@@ -85,6 +91,7 @@ class TransferScheduler {
   CUstream out_;
   Destinations* destinations_;
   UnmapBatcher* unmaps_;
+  Discarder discard_;
 };
 
 }  // namespace chameleon::shim::swap

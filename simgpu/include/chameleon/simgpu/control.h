@@ -23,6 +23,12 @@ int simgpuEventVirtualNs(void* event, std::uint64_t* ns);
 /// Virtual time (ns) at which an operation submitted to `stream` (a CUstream; null = the legacy
 /// stream) now would start: max(the stream's clock, the host clock). An error for a bad stream.
 int simgpuStreamVirtualNs(void* stream, std::uint64_t* ns);
+/// Forgets the contents of [ptr, ptr + bytes) in the order of `stream` (a CUstream; null = the
+/// legacy stream): afterwards the range reads as zeros and its written pages no longer cost host
+/// RAM. No virtual time. The range must be simgpu memory (device, pinned host or a mapped VMM
+/// range; CUDA_ERROR_INVALID_VALUE otherwise); refused on a capturing stream
+/// (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED). For callers whose data in the range is dead.
+int simgpuMemDiscardAsync(std::uint64_t ptr, std::size_t bytes, void* stream);
 }
 
 namespace chameleon::simgpu {
@@ -32,4 +38,5 @@ using HostVirtualNsFn = std::uint64_t (*)(void);
 using DeviceVirtualNsFn = std::uint64_t (*)(int);
 using EventVirtualNsFn = int (*)(void*, std::uint64_t*);
 using StreamVirtualNsFn = int (*)(void*, std::uint64_t*);
+using MemDiscardAsyncFn = int (*)(std::uint64_t, std::size_t, void*);
 }  // namespace chameleon::simgpu
