@@ -173,6 +173,12 @@ struct ExecOp {
 CUresult ExecutorBeforeOp(Executor& ex, std::uint32_t token, CUstream stream,
                           AllocationState* const* states, std::uint32_t n, ExecOp* op,
                           const OpExtent* extents = nullptr);
+/// True when the op (ExecutorBeforeOp's `op`, its ring ticket filled in by the push) is an
+/// after-anchor of the policy in force: only then is ExecutorAfterOp entered. Inline, lock-free:
+/// the token's after-anchor bitmap (policy_runner.h).
+inline bool ExecutorAfterOpDue(const Executor& ex, std::uint32_t token, const ExecOp& op) {
+  return op.runner && ex.runner->HasAfterTrigger(token, op.ticket);
+}
 /// After a successfully forwarded op: the policy's swap-outs anchored on it.
 void ExecutorAfterOp(Executor& ex, std::uint32_t token, CUstream stream,
                      AllocationState* const* states, std::uint32_t n, const ExecOp& op);

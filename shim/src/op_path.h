@@ -176,7 +176,8 @@ Collector ScanExtra(const Runtime& rt, const KernelInfo* info, void** extra, Col
   return ExecutorBeforeOp(*op->ex, op->token, op->stream, states, n, &op->exec, extents);
 }
 
-/// The executor's half of End (only called with the executor on; ops.cc).
+/// The executor's half of End (only called with the executor on, and only for an op that is an
+/// after-anchor of the policy in force or completes a boundary; ops.cc).
 std::uint64_t ExecAfterSlow(PendingOp* op, AllocationState* const* states, std::uint32_t n,
                             bool boundary);
 
@@ -185,7 +186,10 @@ std::uint64_t ExecAfterSlow(PendingOp* op, AllocationState* const* states, std::
 /// policy yet).
 [[gnu::always_inline]] inline std::uint64_t ExecAfter(PendingOp* op, AllocationState* const* states,
                                                       std::uint32_t n, bool boundary) {
-  return op->ex != nullptr ? ExecAfterSlow(op, states, n, boundary) : 0;
+  if (op->ex == nullptr) return 0;
+  // Steady state: no trigger after this op (one bit of the token's bitmap) and no boundary.
+  if (__builtin_expect(!boundary && !ExecutorAfterOpDue(*op->ex, op->token, op->exec), 1)) return 0;
+  return ExecAfterSlow(op, states, n, boundary);
 }
 
 /// After ExecAfter at a boundary: pushes the IterationMark stamped with `installed` (the

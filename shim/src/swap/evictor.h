@@ -45,7 +45,7 @@ class Evictor {
 
   /// Evicts by the farthest next use in `history` (at the op position `*now`) while it is
   /// known; both must outlive the Evictor. Without this call: the closest-size rule.
-  void UseBelady(const UseHistory* history, const std::atomic<std::uint32_t>* now) {
+  void UseBelady(UseHistory* history, const std::atomic<std::uint32_t>* now) {
     history_ = history;
     now_ = now;
   }
@@ -84,7 +84,7 @@ class Evictor {
   TransferScheduler* transfers_;
   UnmapBatcher* unmaps_;
   FreeRangeCache* free_ranges_;
-  const UseHistory* history_ = nullptr;               // null: the closest-size rule
+  UseHistory* history_ = nullptr;                     // null: the closest-size rule
   const std::atomic<std::uint32_t>* now_ = nullptr;   // the current op's position
   const std::atomic<std::uint64_t>* lent_ = nullptr;  // AskBackLent
   void RequestReclaim(std::uint64_t bytes);

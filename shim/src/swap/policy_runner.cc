@@ -44,9 +44,27 @@ std::unique_ptr<PolicyRunner::Compiled> PolicyRunner::Compile(const ipc::Policy&
     c->tokens[e.use_token].before.push_back(e.use_occurrence);
     c->tokens[e.out_token].after.push_back(e.out_occurrence);
   }
-  for (TokenAnchors& a : c->tokens) {
+  c->after.resize(highest);
+  for (std::uint32_t t = 0; t < highest; ++t) {
+    TokenAnchors& a = c->tokens[t];
     SortUnique(&a.before);
     SortUnique(&a.after);
+    if (a.after.empty()) continue;
+    AfterBits& bits = c->after[t];
+    bits.after_first = a.after.front();
+    const std::uint32_t distance = a.after.back() - a.after.front();
+    bits.after_span = distance == ~0u ? distance : distance + 1;  // occurrence 2^32 - 1: never
+    const std::size_t words = (static_cast<std::size_t>(bits.after_span) + 63) / 64;
+    if (c->after_bits.size() + words > kMaxAfterBitsWords) {
+      bits.word = kNone;
+      continue;
+    }
+    bits.word = static_cast<std::uint32_t>(c->after_bits.size());
+    c->after_bits.resize(c->after_bits.size() + words, 0);
+    for (const std::uint32_t occurrence : a.after) {
+      const std::uint32_t k = occurrence - bits.after_first;
+      c->after_bits[bits.word + k / 64] |= 1ull << (k % 64);
+    }
   }
   c->cursor = std::make_unique<std::atomic<std::uint64_t>[]>(highest);
   for (std::uint32_t t = 0; t < highest; ++t) c->cursor[t].store(~0ull, std::memory_order_relaxed);
@@ -153,12 +171,10 @@ void PolicyRunner::FireBefore(const Compiled* c, std::uint32_t token, const Occu
                          std::memory_order_release);
 }
 
-bool PolicyRunner::IsAfterAnchor(const Compiled& c, std::uint32_t token,
-                                 const OccurrenceTicket& t) {
-  if (token >= c.tokens.size() || t.epoch < c.first_epoch) return false;
+bool PolicyRunner::IsListedAfterAnchor(const Compiled& c, std::uint32_t token,
+                                       std::uint32_t occurrence) {
   const std::vector<std::uint32_t>& after = c.tokens[token].after;
-  return !after.empty() && t.occurrence >= after.front() && t.occurrence <= after.back() &&
-         std::binary_search(after.begin(), after.end(), t.occurrence);
+  return std::binary_search(after.begin(), after.end(), occurrence);
 }
 
 void PolicyRunner::AfterOp(std::uint32_t token, const OccurrenceTicket& t, CUstream stream,

@@ -17,8 +17,8 @@
 // the cursor up to that occurrence and advances the cursor. So each fires exactly once, at the
 // first op that reaches it (late, never twice, when two threads race on one token: the tensor is
 // still right, the safety net makes the real consumer wait if needed). After-anchors: the op's
-// exact ring ticket is looked up in the token's sorted anchor list; only a hit locks, because the
-// binding needs this very op's tensors.
+// exact ring ticket is looked up in the token's after-anchor bitmap (a range compare and one
+// bit); only a hit locks, because the binding needs this very op's tensors.
 //
 // Binding. The out anchor is the tensor's last use before the gap, so the tensor IS one of that
 // op's arguments: the entry names it by position (SwapEntry::out_arg, in the shim's record
@@ -116,6 +116,16 @@ class PolicyRunner {
     std::vector<std::uint32_t> before;  // occurrences with swap-in or wait actions
     std::vector<std::uint32_t> after;   // occurrences with swap-out actions
   };
+  /// A token's after-anchors as a bitmap over [after_first, after_first + after_span): the
+  /// after-check of every op is one range compare and, inside the range, one bit.
+  struct AfterBits {
+    std::uint32_t after_first = 0;
+    std::uint32_t after_span = 0;  // 0: no after-anchor
+    std::uint32_t word = 0;        // its first word in Compiled::after_bits; kNone: no bitmap
+  };
+  /// Bitmap words a generation may use (2 MiB): a policy naming occurrences far apart (the
+  /// daemon's input is untrusted) gets the sorted-list search for the tokens past the budget.
+  static constexpr std::size_t kMaxAfterBitsWords = std::size_t{1} << 18;
   /// One generation, immutable once published, except the cursors (atomics).
   struct Compiled {
     std::uint64_t generation = 0;
@@ -125,6 +135,8 @@ class PolicyRunner {
     std::vector<ipc::LeaseGrant> leases;            // the peer memory this generation may use
     std::unordered_map<std::uint64_t, Actions> at;  // Anchor(token, occurrence) -> actions
     std::vector<TokenAnchors> tokens;               // by token, up to the highest anchored
+    std::vector<AfterBits> after;                   // by token, like `tokens`
+    std::vector<std::uint64_t> after_bits;          // every token's bitmap, one after another
     // Per token: (epoch << 32) | next before-anchor occurrence not fired yet; another epoch
     // means "from the first" (so a boundary resets no cursor).
     std::unique_ptr<std::atomic<std::uint64_t>[]> cursor;
@@ -137,7 +149,15 @@ class PolicyRunner {
     return static_cast<std::uint32_t>(w >> 32) == epoch ? static_cast<std::uint32_t>(w)
                                                         : c.tokens[token].before.front();
   }
-  static bool IsAfterAnchor(const Compiled& c, std::uint32_t token, const OccurrenceTicket& t);
+  static bool IsAfterAnchor(const Compiled& c, std::uint32_t token, const OccurrenceTicket& t) {
+    if (token >= c.after.size() || t.epoch < c.first_epoch) return false;
+    const AfterBits& a = c.after[token];
+    const std::uint32_t k = t.occurrence - a.after_first;  // below the first wraps past the span
+    if (k >= a.after_span) return false;
+    if (__builtin_expect(a.word == kNone, 0)) return IsListedAfterAnchor(c, token, t.occurrence);
+    return ((c.after_bits[a.word + k / 64] >> (k % 64)) & 1) != 0;
+  }
+  static bool IsListedAfterAnchor(const Compiled& c, std::uint32_t token, std::uint32_t occurrence);
   static std::unique_ptr<Compiled> Compile(const ipc::Policy& policy);
   void FireBefore(const Compiled* c, std::uint32_t token, const OccurrenceTicket& t,
                   CUstream stream);

@@ -11,7 +11,8 @@ constexpr std::uint64_t kAge1 = 2ull << 62;
 
 }  // namespace
 
-UseHistory::UseHistory() : log_(std::make_unique<Entry[]>(kCapacity)) {}
+UseHistory::UseHistory()
+    : logs_{std::make_unique<Entry[]>(kCapacity), std::make_unique<Entry[]>(kCapacity)} {}
 
 std::uint64_t UseHistory::Key(AllocId id, AllocId first, AllocId before) {
   if (id >= first) return kAge0 | (id - first);
@@ -22,30 +23,44 @@ std::uint64_t UseHistory::Key(AllocId id, AllocId first, AllocId before) {
 void UseHistory::Close(std::uint32_t ops, AllocId next_id) {
   const std::uint32_t n = std::min(used_.load(std::memory_order_relaxed), kCapacity);
   const bool whole = first_ != 0 && !overflow_.load(std::memory_order_relaxed);
-  previous_.clear();
-  if (whole) {
-    for (std::uint32_t i = 0; i < n; ++i) {
-      const AllocId id = log_[i].id.load(std::memory_order_relaxed);
-      if (id == 0) continue;  // a racing Record that had not stored yet
-      std::vector<std::uint32_t>& uses = previous_[Key(id, first_, before_)];
-      const std::uint32_t position = log_[i].position.load(std::memory_order_relaxed);
-      if (uses.empty() || uses.back() != position) uses.push_back(position);
-    }
-    // Several threads may interleave their entries: keep each list ascending.
-    for (auto& [key, uses] : previous_) {
-      if (!std::is_sorted(uses.begin(), uses.end())) std::sort(uses.begin(), uses.end());
-    }
-  }
+  // The log just written becomes the previous one; its lists are built when first asked for.
+  previous_n_ = whole ? n : 0;
+  previous_first_ = first_;
+  previous_before_ = before_;
+  previous_built_ = false;
   known_ = whole;
   previous_ops_ = ops;
   before_ = first_;
   first_ = next_id;
-  for (std::uint32_t i = 0; i < n; ++i) log_[i].id.store(0, std::memory_order_relaxed);
+  // The other log is written from now on; its old entries carry an older tag.
+  tag_.store(tag_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   used_.store(0, std::memory_order_relaxed);
   overflow_.store(false, std::memory_order_relaxed);
 }
 
-std::uint64_t UseHistory::NextUse(AllocId id, std::uint32_t now) const {
+void UseHistory::BuildPrevious() {
+  previous_.clear();
+  previous_built_ = true;
+  const std::uint32_t tag = tag_.load(std::memory_order_relaxed) - 1;
+  const Entry* const log = logs_[tag & 1].get();
+  for (std::uint32_t i = 0; i < previous_n_; ++i) {
+    // Not written in that iteration (a racing Record that had not stored yet, or one that
+    // straddled the Close into the other log).
+    if (log[i].tag.load(std::memory_order_relaxed) != tag) continue;
+    const AllocId id = log[i].id.load(std::memory_order_relaxed);
+    if (id == 0) continue;
+    std::vector<std::uint32_t>& uses = previous_[Key(id, previous_first_, previous_before_)];
+    const std::uint32_t position = log[i].position.load(std::memory_order_relaxed);
+    if (uses.empty() || uses.back() != position) uses.push_back(position);
+  }
+  // Several threads may interleave their entries: keep each list ascending.
+  for (auto& [key, uses] : previous_) {
+    if (!std::is_sorted(uses.begin(), uses.end())) std::sort(uses.begin(), uses.end());
+  }
+}
+
+std::uint64_t UseHistory::NextUse(AllocId id, std::uint32_t now) {
+  if (!previous_built_) BuildPrevious();
   // The same allocation one iteration later has aged by one: look it up under the key its
   // counterpart had in the previous iteration.
   const std::uint64_t key = Key(id, first_, before_);

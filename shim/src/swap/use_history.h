@@ -3,16 +3,23 @@
 // instead of by size.
 //
 // Recording (Record) is the launch path's part: one relaxed fetch_add per op and relaxed stores
-// into a fixed array, no lock, no allocation. Close, at an iteration boundary, turns the log into
-// per-allocation use lists keyed so that the next iteration's allocations find their
-// counterparts: allocation ids are handed out in order (AllocationTable), so an allocation made
-// in the iteration is keyed by its ordinal among that iteration's allocations (the trainer's k-th
-// activation of a step is the next step's k-th), one made in the iteration before by its ordinal
-// there (age 1), and an older one (weights, optimizer state) by its id.
+// into a fixed array, no lock, no allocation. Two logs alternate: Close, at an iteration
+// boundary, only makes the one being written the previous iteration's and starts the other (each
+// entry carries its iteration's tag, so nothing is cleared). The previous log is turned into
+// per-allocation use lists lazily, at the first NextUse after a Close: only iterations in which
+// the safety net evicts pay for it — with a policy in force that prefetches, none does, and a
+// boundary costs a few stores instead of a hash-map insertion per recorded use (shim_bench's
+// BM_LaunchShimPolicy: ~150 k instructions per 1,000-op iteration before). The lists are keyed so
+// that the next iteration's allocations find their counterparts: allocation ids are handed out in
+// order (AllocationTable), so an allocation made in the iteration is keyed by its ordinal among
+// that iteration's allocations (the trainer's k-th activation of a step is the next step's k-th),
+// one made in the iteration before by its ordinal there (age 1), and an older one (weights,
+// optimizer state) by its id.
 //
 // Thread-safety: Record may be called from any thread, concurrently with itself; everything
-// else by one thread at a time (the engine's mutex). A Record racing with Close may be lost
-// (the history is advice: a lost use makes one eviction choice worse, never wrong).
+// else by one thread at a time (the engine's mutex). A Record racing with Close may be lost or
+// land in the other log (the history is advice: a lost use makes one eviction choice worse, never
+// wrong).
 #pragma once
 
 #include <atomic>
@@ -38,14 +45,17 @@ class UseHistory {
   /// The op at `position` (0-based from the boundary) uses the `n` allocations `ids` (0 = not
   /// the engine's, skipped). Lock-free; see the class comment.
   void Record(std::uint32_t position, const AllocId* ids, std::uint32_t n) {
+    const std::uint32_t tag = tag_.load(std::memory_order_relaxed);
+    Entry* const log = logs_[tag & 1].get();
     const std::uint32_t at = used_.fetch_add(n, std::memory_order_relaxed);
     if (at >= kCapacity || n > kCapacity - at) {
       overflow_.store(true, std::memory_order_relaxed);
       return;
     }
     for (std::uint32_t i = 0; i < n; ++i) {
-      log_[at + i].position.store(position, std::memory_order_relaxed);
-      log_[at + i].id.store(ids[i], std::memory_order_relaxed);
+      log[at + i].position.store(position, std::memory_order_relaxed);
+      log[at + i].tag.store(tag, std::memory_order_relaxed);
+      log[at + i].id.store(ids[i], std::memory_order_relaxed);
     }
   }
 
@@ -58,22 +68,34 @@ class UseHistory {
   bool known() const { return known_; }
   /// The next position (in the current iteration's numbering; >= ops of the previous iteration
   /// when it wraps into the next one) at which allocation `id` is used after `now`, by the
-  /// previous iteration's record; kUnknown when it has none. Requires known().
-  std::uint64_t NextUse(AllocId id, std::uint32_t now) const;
+  /// previous iteration's record; kUnknown when it has none. Requires known(). The first call
+  /// after a Close builds the per-allocation lists (O(uses of that iteration)).
+  std::uint64_t NextUse(AllocId id, std::uint32_t now);
 
  private:
   struct Entry {
     std::atomic<std::uint32_t> position{0};
+    std::atomic<std::uint32_t> tag{0};  ///< tag_ of the iteration that wrote it
     std::atomic<AllocId> id{0};
   };
+  static_assert(sizeof(Entry) == 16, "a log entry is two words");
   /// The key of allocation `id` in an iteration whose first allocation id is `first`, with
   /// `before` the first id of the iteration before it.
   static std::uint64_t Key(AllocId id, AllocId first, AllocId before);
+  /// Turns the previous log (tag_ - 1, `previous_n_` entries) into `previous_`.
+  void BuildPrevious();
 
-  std::unique_ptr<Entry[]> log_;
+  /// Two logs: the current iteration's is logs_[tag_ & 1], the previous one's the other.
+  std::unique_ptr<Entry[]> logs_[2];
+  /// The current iteration's tag (starts at 1, so a zeroed entry is no iteration's).
+  std::atomic<std::uint32_t> tag_{1};
   std::atomic<std::uint32_t> used_{0};
   std::atomic<bool> overflow_{false};
   // Owned by the thread holding the engine's mutex:
+  std::uint32_t previous_n_ = 0;  ///< entries of the previous log
+  AllocId previous_first_ = 0;    ///< first_ and before_ while the previous log was written
+  AllocId previous_before_ = 0;
+  bool previous_built_ = true;  ///< previous_ reflects the previous log
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> previous_;  // key -> positions
   std::uint32_t previous_ops_ = 0;
   AllocId first_ = 0;   ///< first allocation id of the current iteration (0: none opened yet)

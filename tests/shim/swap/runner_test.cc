@@ -86,6 +86,49 @@ TEST_F(RunnerTest, TriggersFireAtTheirAnchors) {
   EXPECT_EQ(C(counters_.policy_ignored), 0u);
 }
 
+// The after-check is a bitmap over each token's after-anchor range: anchors in different 64-bit
+// words fire, the ops between them (inside the range) and past the last do not.
+TEST_F(RunnerTest, ShouldSwapOutExactlyAtAfterAnchorsThatSpanSeveralBitmapWords) {
+  AllocId ids[3] = {};
+  for (AllocId& id : ids) {
+    CUdeviceptr p = 0;
+    ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
+  }
+  const std::uint32_t outs[3] = {3, 64, 200};  // words 0, 0 and 3 of the span from 3
+  runner_->SetPolicy(MakePolicy(1, {Entry(2 * kMiB, outs[0], 0, 0), Entry(2 * kMiB, outs[1], 0, 0),
+                                    Entry(2 * kMiB, outs[2], 0, 0)}));
+  Boundary();
+  std::vector<std::uint32_t> swapped_at[3];
+  for (std::uint32_t occurrence = 0; occurrence < 260; ++occurrence) {
+    const std::uint32_t k = occurrence < outs[0] ? 0 : occurrence <= outs[1] ? 1 : 2;
+    const AllocId watch = ids[occurrence <= outs[0] ? 0 : k];
+    const sw::OpTensor args[] = {{watch, 2 * kMiB}};
+    const bool was_out = engine_->State(watch) == Residency::kSwappedOut;
+    if (Op(kFwd, watch, args) == Residency::kSwappedOut && !was_out) {
+      swapped_at[occurrence <= outs[0] ? 0 : k].push_back(occurrence);
+    }
+  }
+  EXPECT_EQ(swapped_at[0], std::vector<std::uint32_t>{outs[0]});
+  EXPECT_EQ(swapped_at[1], std::vector<std::uint32_t>{outs[1]});
+  EXPECT_EQ(swapped_at[2], std::vector<std::uint32_t>{outs[2]});
+  EXPECT_EQ(C(counters_.policy_ignored), 0u);
+}
+
+// After-anchors too far apart for the bitmap budget (the daemon's input is untrusted: a span of
+// 2^31 occurrences would be 256 MiB of bits) are searched in the sorted list instead, and still
+// fire exactly where they are.
+TEST_F(RunnerTest, ShouldFireAfterAnchorsTooFarApartForABitmap) {
+  CUdeviceptr p = 0;
+  AllocId id = 0;
+  ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
+  runner_->SetPolicy(MakePolicy(1, {Entry(2 * kMiB, 2, 0, 0), Entry(2 * kMiB, 1u << 31, 0, 0)}));
+  Boundary();
+  EXPECT_EQ(Op(kFwd, id), Residency::kResident);    // fwd#0
+  EXPECT_EQ(Op(kFwd, id), Residency::kResident);    // fwd#1
+  EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);  // fwd#2: the first entry's out anchor
+  EXPECT_EQ(C(counters_.policy_ignored), 0u);
+}
+
 TEST_F(RunnerTest, InsertedOpsDoNotShiftTheTriggers) {
   CUdeviceptr p = 0;
   AllocId id = 0;

@@ -67,6 +67,30 @@ TEST(UseHistoryTest, AnAllocationOfThePreviousIterationIsKeyedByItsOrdinalThere)
   EXPECT_EQ(h.NextUse(1, 0), sw::UseHistory::kUnknown);
 }
 
+// Two logs alternate: the one an iteration reuses still holds the entries of two iterations
+// ago past what it wrote itself; they must not be read as its uses.
+TEST(UseHistoryTest, ShouldNotReadTheUsesOfTwoIterationsAgo) {
+  sw::UseHistory h;
+  h.Close(0, 3);  // ids 1 and 2: long-lived
+  Use(&h, 0, {1});
+  Use(&h, 1, {2});
+  Use(&h, 2, {2});
+  Use(&h, 3, {2});  // iteration 1: four entries, id 2 in the last three
+  h.Close(4, 3);
+  Use(&h, 0, {1});  // iteration 2 writes the other log
+  h.Close(1, 3);
+  Use(&h, 5, {1});  // iteration 3 reuses iteration 1's log: one entry
+  h.Close(6, 3);
+  ASSERT_TRUE(h.known());
+  EXPECT_EQ(h.NextUse(1, 0), 5u);
+  EXPECT_EQ(h.NextUse(2, 0), sw::UseHistory::kUnknown);  // iteration 1's uses, two ago
+  // And the lists follow each Close (built again at the next NextUse).
+  Use(&h, 2, {2});
+  h.Close(3, 3);
+  EXPECT_EQ(h.NextUse(2, 0), 2u);
+  EXPECT_EQ(h.NextUse(1, 0), sw::UseHistory::kUnknown);
+}
+
 TEST(UseHistoryTest, AnIterationBeyondTheLogsCapacityIsNotKnown) {
   sw::UseHistory h;
   h.Close(0, 5);  // ids 1-4 were allocated before: id 1 is long-lived
