@@ -30,14 +30,46 @@ nlohmann::json PolicyJson(std::uint64_t generation, const ipc::Policy& policy, d
 
 void CandidateTrials::Restart() {
   candidates_.clear();
+  ready_.reset();
   next_ = 0;
   duplicates_ = 0;
   step_pending_ = true;
 }
 
-bool CandidateTrials::WantsNext(bool marks_carry_generation) const {
-  if (in_flight_ || !step_pending_ || next_ >= configs_.size()) return false;
-  return candidates_.empty() || !marks_carry_generation || candidates_.back().samples > 0;
+bool CandidateTrials::WantsNext(Marks marks) const {
+  if (in_flight_ || ready_ || next_ >= configs_.size()) return false;
+  switch (marks) {
+    case Marks::kInstalled:
+      // Planned while the last one is on trial: generation takes part of an iteration, and the
+      // shim must have the next one before the boundary that ends the last one's trial.
+      return true;
+    case Marks::kGeneration:
+      return step_pending_ && (candidates_.empty() || candidates_.back().samples > 0);
+    case Marks::kNone:
+      break;
+  }
+  return step_pending_;
+}
+
+bool CandidateTrials::MayPublish(Marks marks) const {
+  if (marks != Marks::kInstalled || candidates_.empty()) return true;
+  // Published before the shim installed the last one, it would replace it unmeasured.
+  return candidates_.back().installed || candidates_.back().samples > 0;
+}
+
+bool CandidateTrials::Installed(std::uint64_t generation) {
+  if (candidates_.empty() || candidates_.back().generation != generation ||
+      candidates_.back().installed) {
+    return false;
+  }
+  candidates_.back().installed = true;
+  return true;
+}
+
+std::optional<ipc::Policy> CandidateTrials::TakeReady() {
+  std::optional<ipc::Policy> out = std::move(ready_);
+  ready_.reset();
+  return out;
 }
 
 policy::GeneratorOptions CandidateTrials::Take(std::uint32_t* index) {
@@ -53,7 +85,7 @@ void CandidateTrials::Finished(std::string error) {
 }
 
 void CandidateTrials::Add(std::uint64_t generation, ipc::Policy policy) {
-  candidates_.push_back(Candidate{generation, std::move(policy), 0, 0});
+  candidates_.push_back(Candidate{generation, std::move(policy), 0, 0, false});
 }
 
 const CandidateTrials::Candidate* CandidateTrials::Find(const ipc::Policy& policy) const {
@@ -98,7 +130,7 @@ void CandidateTrials::CreditApplied(std::uint64_t applied, double seconds) {
 }
 
 bool CandidateTrials::Pending(bool device_limited) const {
-  if (in_flight_) return true;
+  if (in_flight_ || ready_) return true;
   // The configurations vary C and the margin, not feasibility: nothing to measure.
   if (candidates_.empty() && !error_.empty()) return false;
   if (next_ < configs_.size()) return device_limited;
@@ -119,7 +151,8 @@ void CandidateTrials::Choose(const Candidate* best, std::uint64_t generation) {
 }
 
 std::uint64_t CandidateTrials::progress() const {
-  return next_ + candidates_.size() + duplicates_ +
+  return next_ + candidates_.size() + duplicates_ + (ready_ ? 1 : 0) +
+         (!candidates_.empty() && candidates_.back().installed ? 1 : 0) +
          (!candidates_.empty() && candidates_.back().samples > 0 ? 1 : 0);
 }
 

@@ -161,7 +161,7 @@ bool ClientSession::HandleRecord(const ipc::RecordView& record) {
     case ipc::RecordType::kIterationMark: {
       ipc::IterationMarkRecord mark{};
       if (!LoadPrefix(record, ipc::kIterationMarkV10Bytes, &mark)) break;
-      HandleMark(mark);
+      HandleMark(mark, record.flags);
       return true;
     }
     case ipc::RecordType::kMemInfo: {
@@ -269,11 +269,14 @@ void ClientSession::ForgetProfile() {
   trials_.Restart();
 }
 
-void ClientSession::HandleMark(const ipc::IterationMarkRecord& mark) {
+void ClientSession::HandleMark(const ipc::IterationMarkRecord& mark, std::uint16_t flags) {
   spdlog::debug("client {}: mark {} (generation {}, {} ops): interval {} took {} ns on the device",
                 identity_.id, mark.iteration, mark.generation, mark.ops, mark.timed_iteration,
                 mark.device_time_ns);
-  clock_.OnMark(mark);
+  clock_.OnMark(mark, flags);
+  // The candidate on trial is installed: the one planned ahead goes now, so the shim has it
+  // before the boundary that ends this trial's iteration.
+  if (clock_.last_installed() && trials_.Installed(mark.generation)) PublishReadyCandidate();
   const ipc::SegmentHeader* h = segment_.header();
   traffic_.OnMark(mark.iteration, h->swap_out_bytes.load(std::memory_order_relaxed),
                   h->swap_in_bytes.load(std::memory_order_relaxed));
@@ -296,6 +299,8 @@ void ClientSession::HandleMark(const ipc::IterationMarkRecord& mark) {
     // No device time from this client at all (older shim, no events): host time is all there is.
     recorder_.Time(clock_.iteration_s(), "host");
   }
+  // A measurement may have been the last one the hold waited for.
+  if (loop_.tracker()) UpdateStageHold(drain_now_ns_);
 }
 
 void ClientSession::OnTimedInterval(std::uint64_t interval, double seconds) {
@@ -317,6 +322,7 @@ void ClientSession::OnTimedInterval(std::uint64_t interval, double seconds) {
   if (trials_.Credit(*generation, seconds, stage() == Stage::kGenPolicy)) {
     spdlog::debug("client {}: candidate generation {} measured {:.6f} s (interval {})",
                   identity_.id, *generation, seconds, interval);
+    PublishReadyCandidate();
   }
 }
 

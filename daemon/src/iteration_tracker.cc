@@ -72,13 +72,7 @@ bool IterationTracker::Cut() {
   iteration_ops_ = ops;
   if (event.comparison.has_previous) {
     event.step = machine_.Step(event.comparison.stable);
-    if (event.step.after == Stage::kStable && first_stable_iteration_ == 0) {
-      first_stable_iteration_ = event.index;
-    }
-    if (event.step.after == Stage::kStable && event.step.changed()) {
-      stable_log_.push_back(event.index);
-      if (stable_log_.size() > kShiftLog) stable_log_.pop_front();
-    }
+    if (event.step.after == Stage::kStable && event.step.changed()) NoteStable(event.index);
     if (event.step.shift) {
       shift_log_.push_back(event.index);
       if (shift_log_.size() > kShiftLog) shift_log_.pop_front();
@@ -88,6 +82,18 @@ bool IterationTracker::Cut() {
   }
   last_event_ = event;
   return true;
+}
+
+StageStep IterationTracker::ReleaseHold() {
+  const StageStep step = machine_.Release();
+  if (step.changed()) NoteStable(iterations_);
+  return step;
+}
+
+void IterationTracker::NoteStable(std::uint64_t index) {
+  if (first_stable_iteration_ == 0) first_stable_iteration_ = index;
+  stable_log_.push_back(index);
+  if (stable_log_.size() > kShiftLog) stable_log_.pop_front();
 }
 
 }  // namespace chameleon::daemon

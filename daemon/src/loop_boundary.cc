@@ -8,8 +8,12 @@
 namespace chameleon::daemon {
 namespace {
 
-/// First detection attempt once this many ops arrived; later ones when the history grew by half.
+/// First detection attempt once this many ops arrived; later ones when the history grew by a
+/// quarter (1 / kGrowthDivisor): a loop is found within about a third of an iteration of its
+/// third period, which the m + n + 3 iterations to STABLE count from the first (issue 18), and
+/// the attempts still cost at most kGrowthDivisor + 1 times the final history (geometric).
 constexpr std::size_t kFirstDetectionOps = 64;
+constexpr std::size_t kGrowthDivisor = 4;
 /// Histories below this size are retried after kDetectionRetryNs even without growing by half.
 constexpr std::size_t kRetrySmallHistoryOps = 1u << 16;
 constexpr std::uint64_t kDetectionRetryNs = 250'000'000;
@@ -31,7 +35,7 @@ bool LoopBoundary::Remember(std::uint32_t token) {
   if (history_.size() >= options_.max_history_ops && !in_flight_) {
     // Keep the most recent half: a loop longer than the history cannot be detected anyway.
     history_.erase(history_.begin(), history_.begin() + history_.size() / 2);
-    next_detection_ops_ = history_.size() + history_.size() / 2;
+    next_detection_ops_ = history_.size() + history_.size() / kGrowthDivisor;
   }
   history_.push_back(token);
   return false;
@@ -110,7 +114,8 @@ bool LoopBoundary::Install(const std::optional<Boundary>& boundary,
   in_flight_ = false;
   if (tracker_) return false;  // a pattern override won meanwhile
   if (!boundary || !tracker || snapshot_ops > history_.size()) {
-    next_detection_ops_ = std::max(history_.size(), snapshot_ops + snapshot_ops / 2) + 1;
+    next_detection_ops_ =
+        std::max(history_.size(), snapshot_ops + snapshot_ops / kGrowthDivisor) + 1;
     return false;
   }
   period_ = boundary->period;

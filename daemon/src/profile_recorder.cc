@@ -43,6 +43,17 @@ void ProfileRecorder::Forget() {
   clock_.clear();
 }
 
+void ProfileRecorder::NewSequence(std::uint64_t boundary) {
+  sample_from_ = boundary;
+  fresh_ = false;
+  early_count_ = 0;
+  if (in_progress()) {
+    header_->control_flags.fetch_and(~std::uint32_t{ipc::kControlDetailedIteration},
+                                     std::memory_order_acq_rel);
+    state_ = State::kIdle;
+  }
+}
+
 void ProfileRecorder::Request() {
   if (attempts_ >= kMaxDetailAttempts) {
     spdlog::warn("client {} (pid {}): {} detailed iterations lost records; no profile this time",

@@ -26,10 +26,22 @@ void ClientSession::OnIteration(const IterationEvent& event) {
   }
   if (event.comparison.has_previous && !event.comparison.stable) {
     // Its mark comes right after this op: the new sequence's intervals begin at the next one.
+    // A detailed iteration requested for the old sequence is called off.
     recorder_.NewSequence(clock_.last_boundary() + 1);
   }
   if (event.step.changed()) OnStageChange(event.step);
   if (stage() == Stage::kGenPolicy) trials_.StepPassed();
+  if (stage() == Stage::kWarmup && event.comparison.stable) ProfileDuringWarmup();
+}
+
+void ClientSession::ProfileDuringWarmup() {
+  // The sequence repeated once: record its detailed iteration now rather than on entering
+  // GEN_POLICY, so that the profile (and its time, from the WARMUP intervals) is ready when
+  // GEN_POLICY begins and its n + 1 steps go to candidates (docs/detection.md §4). An unstable
+  // step before GEN_POLICY drops it (NewSequence).
+  if (recorder_.in_progress() || recorder_.fresh() || disabled_) return;
+  recorder_.Restart();
+  recorder_.SetTimingFloor(no_swaps_since_);
 }
 
 void ClientSession::OnStageChange(const StageStep& step) {
@@ -37,13 +49,15 @@ void ClientSession::OnStageChange(const StageStep& step) {
                StageName(step.before), StageName(step.after));
   slot_metrics_->stage->Set(static_cast<double>(step.after));
   if (step.after == Stage::kGenPolicy) {
-    // A new stable sequence: profile it afresh and try every candidate configuration again.
+    // A new stable sequence: try every candidate configuration again, from the profile recorded
+    // during WARMUP (ProfileDuringWarmup), or one recorded now when WARMUP had none.
     trials_.Restart();
-    recorder_.Restart();
+    const bool profiled = recorder_.in_progress() || recorder_.fresh();
+    if (!profiled) recorder_.Restart();
     Publish(nullptr);
     // The profile's iteration time must come from iterations run without the old policy: any
     // since the last policy with swaps was replaced (WARMUP's included).
-    recorder_.SetTimingFloor(no_swaps_since_);
+    if (!profiled) recorder_.SetTimingFloor(no_swaps_since_);
   } else if (step.after == Stage::kStable) {
     // The best measured device time wins.
     const CandidateTrials::Candidate* best = trials_.Best();
@@ -91,7 +105,19 @@ void ClientSession::UpdateStageHold(std::uint64_t now_ns) {
   // O(1): the profile, then candidates taken, published and measured one after the other.
   const bool hold = hold_.Update(recorder_.progress() + trials_.progress(), loop_.iterations(),
                                  now_ns, CandidatesPending());
-  loop_.tracker()->SetGenPolicyHold(hold, StageHold::MaxSteps(trials_.configs()));
+  IterationTracker& tracker = *loop_.tracker();
+  tracker.SetGenPolicyHold(hold, StageHold::MaxSteps(trials_.configs()));
+  // Let go past stage_n (the last candidate just measured): STABLE now, not a step later.
+  if (!hold) {
+    const StageStep step = tracker.ReleaseHold();
+    if (step.changed()) OnStageChange(step);
+  }
+}
+
+CandidateTrials::Marks ClientSession::MarkKind() const {
+  if (clock_.marks_installed()) return CandidateTrials::Marks::kInstalled;
+  return clock_.carries_generation() ? CandidateTrials::Marks::kGeneration
+                                     : CandidateTrials::Marks::kNone;
 }
 
 std::uint64_t ClientSession::OwnLimit() const {
@@ -158,8 +184,8 @@ bool ClientSession::ProfileFitsIteration() const {
 
 bool ClientSession::WantsGeneration() const {
   return stage() == Stage::kGenPolicy && recorder_.fresh() && recorder_.profile() &&
-         recorder_.timed() && trials_.WantsNext(clock_.carries_generation()) &&
-         DeviceLimit() != 0 && !disabled_ && ProfileFitsIteration();
+         recorder_.timed() && trials_.WantsNext(MarkKind()) && DeviceLimit() != 0 && !disabled_ &&
+         ProfileFitsIteration();
 }
 
 policy::GeneratorOptions ClientSession::WithHostLink(policy::GeneratorOptions options) const {
@@ -206,14 +232,29 @@ void ClientSession::InstallCandidate(CandidateResult result) {
     trials_.AddDuplicate();
     return;
   }
-  Publish(&result.policy);
-  const ipc::PolicySummary& summary = result.policy.summary;
   spdlog::info(
-      "client {} (pid {}): candidate {} published as generation {} ({} swaps, predicted "
-      "{:.6f} s, {:.3f} ms to generate)",
-      identity_.id, identity_.pid, result.index, publisher_.generation(),
-      result.policy.entries.size(), summary.predicted_iteration_s, result.seconds * 1e3);
-  trials_.Add(publisher_.generation(), std::move(result.policy));
+      "client {} (pid {}): candidate {} generated ({} swaps, predicted {:.6f} s, {:.3f} ms to "
+      "generate)",
+      identity_.id, identity_.pid, result.index, result.policy.entries.size(),
+      result.policy.summary.predicted_iteration_s, result.seconds * 1e3);
+  if (!trials_.MayPublish(MarkKind())) {
+    // Planned ahead: published once the shim installed the candidate on trial (HandleMark).
+    trials_.Hold(std::move(result.policy));
+    return;
+  }
+  PublishCandidate(std::move(result.policy));
+}
+
+void ClientSession::PublishCandidate(ipc::Policy policy) {
+  Publish(&policy);
+  spdlog::info("client {} (pid {}): candidate published as generation {}", identity_.id,
+               identity_.pid, publisher_.generation());
+  trials_.Add(publisher_.generation(), std::move(policy));
+}
+
+void ClientSession::PublishReadyCandidate() {
+  if (stage() != Stage::kGenPolicy || !trials_.MayPublish(MarkKind())) return;
+  if (std::optional<ipc::Policy> ready = trials_.TakeReady()) PublishCandidate(std::move(*ready));
 }
 
 void ClientSession::Publish(const ipc::Policy* base) {

@@ -41,4 +41,15 @@ StageStep StageMachine::Step(bool stable) {
   return step;
 }
 
+StageStep StageMachine::Release() {
+  StageStep step;
+  step.before = stage_;
+  if (stage_ == Stage::kGenPolicy && !hold_ && stable_steps_ > n_) {
+    stage_ = Stage::kStable;
+    stable_steps_ = 0;
+  }
+  step.after = stage_;
+  return step;
+}
+
 }  // namespace chameleon::daemon

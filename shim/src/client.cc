@@ -28,6 +28,13 @@ namespace {
 // How often the thread wakes while connected: heartbeat, counters, control flags, mailbox.
 // 10 ms keeps a policy or disable request effective within one typical training step.
 constexpr auto kTick = std::chrono::milliseconds(10);
+// While the daemon's stage is not STABLE (candidates on trial, a detailed iteration asked for),
+// the control flags and the mailbox are read this often, so that a candidate published during an
+// iteration is installed at the next boundary even in a loop of a few milliseconds a step (each
+// missed boundary is one more trial iteration, docs/detection.md §4). Only the mailbox and two
+// header words are read: no lock the launch path takes, no counter copies (those stay at kTick).
+constexpr auto kConvergingTick = std::chrono::milliseconds(2);
+constexpr std::uint64_t kTickNs = 10'000'000;
 // Waiting for WELCOME from the background thread (never the application's time).
 constexpr int kBackgroundHandshakeMs = 1000;
 constexpr int kFirstRetryMs = 50;
@@ -84,6 +91,8 @@ class Client {
 
  private:
   void Tick();
+  /// Control flags and the mailbox only (the converging tick between two full ones).
+  void PollControl();
   bool PeerClosed();
   void PollPolicy();
   void Attach();
@@ -112,6 +121,9 @@ class Client {
   std::atomic<std::uint64_t> generation_{0};
   std::uint64_t heartbeat_interval_ns_ = 0;
   std::uint64_t last_heartbeat_ns_ = 0;
+  std::uint64_t last_tick_ns_ = 0;  // the last full Tick
+  // The last policy's stage is not STABLE: poll at kConvergingTick (thread only).
+  bool converging_ = true;
 };
 
 std::atomic<Client*> g_client{nullptr};  // set once per process (and again in a fork child)
@@ -206,6 +218,7 @@ void Client::Attach() {
   h->own_limit_bytes.store(own != 0 ? own : rt_->config.device_limit_bytes,
                            std::memory_order_release);
   mailbox_ = segment_.mailbox_reader();
+  converging_ = true;  // a new session starts in WARMUP
   rt_->kernels.AttachNames(segment_.name_writer(), true, &h->names_dropped);
   std::lock_guard<std::mutex> lock(rt_->tracker_mu);
   rt_->telemetry.Attach(h, segment_.ring_producer(), [&] { AnnounceLive(); });
@@ -277,6 +290,7 @@ void Client::PollPolicy() {
   }
   rt_->telemetry.SetBoundary(policy.boundary);
   generation_.store(policy.summary.generation, std::memory_order_relaxed);
+  converging_ = policy.summary.stage != static_cast<std::uint32_t>(ipc::Stage::kStable);
   // With an executor: applied at the next iteration boundary; Tick publishes the generation in
   // force. Without one, nothing will apply it: acknowledged here.
   if (!sink_->SetPolicy(policy)) {
@@ -317,6 +331,12 @@ void Client::Tick() {
   if (const std::uint64_t own = sink_->OwnLimit(); own != 0) {
     h->own_limit_bytes.store(own, std::memory_order_release);
   }
+  last_tick_ns_ = now;
+  PollControl();
+}
+
+void Client::PollControl() {
+  ipc::SegmentHeader* h = segment_.header();
   const std::uint32_t flags = h->control_flags.load(std::memory_order_acquire);
   rt_->daemon_disabled.store((flags & ipc::kControlDisabled) != 0, std::memory_order_relaxed);
   const std::uint32_t request = h->detail_request_seq.load(std::memory_order_acquire);
@@ -361,11 +381,13 @@ void Client::Run() {
     } else if (PeerClosed()) {
       Disconnect("peer closed");
       next_try = NowNs() + static_cast<std::uint64_t>(kFirstRetryMs) * 1000000ull;
-    } else {
+    } else if (NowNs() - last_tick_ns_ >= kTickNs || !converging_) {
       Tick();
+    } else {
+      PollControl();
     }
     std::unique_lock<std::mutex> lock(mu);
-    cv.wait_for(lock, kTick);
+    cv.wait_for(lock, sock_ >= 0 && converging_ ? kConvergingTick : kTick);
   }
 }
 

@@ -50,7 +50,13 @@ void FinishBoundary(Runtime& rt, BoundaryHit hit, std::uint64_t installed, CUstr
   // The executor's generation, read after it installed the pending policy: the header's
   // figure is published by the client thread's tick and still names the previous candidate,
   // which cost the daemon one trial iteration per candidate (issue 18).
-  if (installed != 0) hit.generation = installed;
+  if (installed != 0) {
+    hit.generation = installed;
+    // Exact: the executor switches policies only here, so the whole interval this boundary
+    // starts runs under it. The daemon credits that interval without waiting for the next mark
+    // to confirm the generation, and may publish the next candidate at once (docs/protocol.md).
+    hit.flags = static_cast<std::uint16_t>(hit.flags | ipc::kFlagGenerationInstalled);
+  }
   rt.telemetry.FinishBoundary(hit, stream, capture);
 }
 

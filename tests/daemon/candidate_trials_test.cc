@@ -30,23 +30,70 @@ void TakeAndAdd(CandidateTrials& trials, std::uint64_t generation, double predic
 
 TEST(CandidateTrials, OneCandidateAtATimeEachAfterTheLastIsMeasured) {
   CandidateTrials trials(ThreeConfigs());
-  EXPECT_FALSE(trials.WantsNext(true));  // no GEN_POLICY step yet
+  EXPECT_FALSE(trials.WantsNext(CandidateTrials::Marks::kGeneration));  // no GEN_POLICY step yet
   trials.Restart();
-  ASSERT_TRUE(trials.WantsNext(true));
+  ASSERT_TRUE(trials.WantsNext(CandidateTrials::Marks::kGeneration));
   std::uint32_t index = 9;
   EXPECT_DOUBLE_EQ(trials.Take(&index).prefetch_margin, 0.0);
   EXPECT_EQ(index, 0u);
-  EXPECT_FALSE(trials.WantsNext(true));  // in flight
+  EXPECT_FALSE(trials.WantsNext(CandidateTrials::Marks::kGeneration));  // in flight
   trials.Finished("");
   trials.Add(5, PolicyPredicting(1.0));
   trials.StepPassed();
-  EXPECT_FALSE(trials.WantsNext(true));  // candidate 5 not measured yet
-  EXPECT_TRUE(trials.WantsNext(false));  // 1.0 marks: one per step
+  EXPECT_FALSE(
+      trials.WantsNext(CandidateTrials::Marks::kGeneration));    // candidate 5 not measured yet
+  EXPECT_TRUE(trials.WantsNext(CandidateTrials::Marks::kNone));  // 1.0 marks: one per step
   // Its first measurement lets the next one go without waiting for another step.
   EXPECT_TRUE(trials.Credit(5, 0.9, true));
-  EXPECT_TRUE(trials.WantsNext(true));
+  EXPECT_TRUE(trials.WantsNext(CandidateTrials::Marks::kGeneration));
   EXPECT_DOUBLE_EQ(trials.Take(&index).prefetch_margin, 0.1);
   EXPECT_EQ(index, 1u);
+}
+
+// With marks that say what the shim's executor installed, the next candidate is planned while the
+// last one is on trial and published the moment the shim installed the last one: no iteration
+// between two trials runs a candidate already measured.
+TEST(CandidateTrials, ShouldPlanTheNextCandidateWhileTheLastIsOnTrial) {
+  using Marks = CandidateTrials::Marks;
+  CandidateTrials trials(ThreeConfigs());
+  trials.Restart();
+  ASSERT_TRUE(trials.WantsNext(Marks::kInstalled));
+  EXPECT_TRUE(trials.MayPublish(Marks::kInstalled));  // nothing on trial yet
+  TakeAndAdd(trials, 5, 1.0);
+  // Not measured, not even installed: planned ahead all the same ...
+  ASSERT_TRUE(trials.WantsNext(Marks::kInstalled));
+  EXPECT_FALSE(trials.WantsNext(Marks::kGeneration));
+  std::uint32_t index = 0;
+  trials.Take(&index);
+  EXPECT_EQ(index, 1u);
+  trials.Finished("");
+  // ... but kept until the shim installed generation 5, which it would otherwise replace unrun.
+  EXPECT_FALSE(trials.MayPublish(Marks::kInstalled));
+  EXPECT_TRUE(trials.MayPublish(Marks::kGeneration));
+  trials.Hold(PolicyPredicting(2.0));
+  EXPECT_FALSE(trials.WantsNext(Marks::kInstalled));  // one ahead at most
+  EXPECT_TRUE(trials.Pending(true));
+  EXPECT_FALSE(trials.Installed(4));  // not the one on trial
+  const std::uint64_t before = trials.progress();
+  EXPECT_TRUE(trials.Installed(5));
+  EXPECT_FALSE(trials.Installed(5));     // once
+  EXPECT_GT(trials.progress(), before);  // the stage hold sees progress
+  EXPECT_TRUE(trials.MayPublish(Marks::kInstalled));
+  std::optional<ipc::Policy> ready = trials.TakeReady();
+  ASSERT_TRUE(ready.has_value());
+  EXPECT_DOUBLE_EQ(ready->summary.predicted_iteration_s, 2.0);
+  EXPECT_FALSE(trials.TakeReady().has_value());
+  trials.Add(6, *ready);
+  EXPECT_TRUE(trials.WantsNext(Marks::kInstalled));
+  // Interval crediting is unchanged: 5's interval still counts for 5.
+  EXPECT_FALSE(trials.Credit(5, 0.9, true));  // not the last candidate's first measurement
+  EXPECT_EQ(trials.candidates()[0].samples, 1u);
+  // A new sequence drops what was planned ahead.
+  trials.Take(&index);
+  trials.Finished("");
+  trials.Hold(PolicyPredicting(3.0));
+  trials.Restart();
+  EXPECT_FALSE(trials.TakeReady().has_value());
 }
 
 TEST(CandidateTrials, CreditsTheBestIntervalOnlyWhileMeasuring) {
@@ -183,7 +230,7 @@ TEST(CandidateTrials, ShouldCollapseCandidatesThatPlanTheSameSwaps) {
   EXPECT_EQ(trials.duplicates(), 1u);
   EXPECT_GT(trials.progress(), before);  // the stage hold sees progress
   // Nothing new to measure: the third configuration is wanted without another step.
-  EXPECT_TRUE(trials.WantsNext(true));
+  EXPECT_TRUE(trials.WantsNext(CandidateTrials::Marks::kGeneration));
   trials.Take(&index);
   EXPECT_EQ(index, 2u);
   trials.Finished("");

@@ -1,6 +1,8 @@
 // End to end through the socket with fake clients: detection, stages, policies, detailed mode.
 #include <sys/socket.h>
 
+#include <map>
+
 #include "chameleon/ipc/policy_blob.h"
 #include "chameleon/ipc/policy_mailbox.h"
 #include "daemon_fixture.h"
@@ -317,6 +319,78 @@ TEST_F(CandidateBudgetTest, EveryCandidateIsMeasuredBeforeStableAndTheFastestIsC
   // The hold let go as soon as the last candidate was measured, not at its step bound.
   ASSERT_NE(measured_at, 0u);
   EXPECT_LE(boundary - measured_at, 2u) << d.dump(2);
+}
+
+// Marks with kFlagGenerationInstalled (the shim's executor names the generation it installed at
+// each boundary): the next candidate is planned while the last is on trial and published as soon
+// as a mark says the last one is installed, so each candidate runs exactly one interval and is
+// measured on it; the mark that measures the last one releases the hold, and STABLE follows at
+// once, without another step.
+TEST_F(CandidateBudgetTest, ShouldTryOneCandidatePerIntervalWhenMarksNameTheInstalledGeneration) {
+  StartDaemon();
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  LoopSpec spec;
+  PushSteps(*client, spec, 0, 6);
+  ASSERT_TRUE(WaitFor([&] { return client->DetailedRequested(); }));
+  auto describe = [&] { return Describe(client->id()); };
+  auto device_ns = [](std::uint64_t g) { return 1'000'000 + (g * 7919 % 11) * 50'000; };
+  constexpr std::uint16_t kInstalled = ipc::kFlagGenerationInstalled;
+  std::uint64_t in_force = describe()["generation"].get<std::uint64_t>();
+  ASSERT_TRUE(client->MarkTimed(1, in_force, 0, 0, kInstalled));
+  PushDetailedStep(*client, spec, 6);
+  ASSERT_TRUE(client->MarkTimed(2, in_force, 0, 0, kInstalled));
+  client->header()->detail_done_seq.store(client->header()->detail_request_seq.load());
+  const std::size_t configs = std::size_t(options_.detection.stage_n) + 1;
+  std::map<std::uint64_t, std::uint64_t> installed_at;  // generation -> boundary
+  std::uint64_t previous = in_force;
+  std::uint64_t boundary = 3;
+  for (int step = 7; step < 40 && describe()["stage"] != "STABLE"; ++step, ++boundary) {
+    // Boundary `boundary` installs what the daemon published last; its mark reports the
+    // interval before it (the host one interval ahead of the device).
+    in_force = describe()["generation"].get<std::uint64_t>();
+    installed_at.emplace(in_force, boundary);
+    ASSERT_TRUE(
+        client->MarkTimed(boundary, in_force, boundary - 1, device_ns(previous), kInstalled));
+    PushSteps(*client, spec, step, step + 1);
+    ASSERT_TRUE(WaitDrained(*client));
+    const auto list = describe()["policy"]["candidates"];
+    if (describe()["stage"] != "STABLE" && !list.empty() && list.size() < configs &&
+        list.back()["generation"].get<std::uint64_t>() == in_force) {
+      // Installed at this boundary: the next one is published before the next boundary, without
+      // waiting for this one's measurement.
+      ASSERT_TRUE(
+          WaitFor([&] { return describe()["policy"]["candidates"].size() > list.size(); }, 5000))
+          << describe().dump(2);
+    } else if (list.empty() && describe()["profile"]["iteration_s"].get<double>() > 0) {
+      ASSERT_TRUE(WaitFor([&] { return !describe()["policy"]["candidates"].empty(); }, 5000));
+    }
+    previous = in_force;
+  }
+  const auto d = describe();
+  ASSERT_EQ(d["stage"], "STABLE") << d.dump(2);
+  const auto list = d["policy"]["candidates"];
+  ASSERT_EQ(list.size(), configs) << d.dump(2);
+  std::uint64_t first = 0, last = 0, fastest = 0;
+  double best = 0;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::uint64_t g = list[i]["generation"].get<std::uint64_t>();
+    ASSERT_EQ(installed_at.count(g), 1u) << g;
+    // Consecutive intervals, one each, and each measured on its own.
+    if (i == 0) first = installed_at[g];
+    EXPECT_EQ(installed_at[g], first + i) << d.dump(2);
+    last = installed_at[g];
+    const double s = list[i]["measured_iteration_s"].get<double>();
+    EXPECT_DOUBLE_EQ(s, device_ns(g) * 1e-9) << list[i].dump();
+    if (fastest == 0 || s < best) {
+      fastest = g;
+      best = s;
+    }
+  }
+  EXPECT_EQ(d["policy"]["chosen"]["generation"].get<std::uint64_t>(), fastest);
+  // STABLE came with the mark that measured the last candidate (boundary last + 1): no later
+  // boundary was needed.
+  EXPECT_EQ(boundary, last + 2) << d.dump(2);
 }
 
 // A candidate whose measurement never comes (the shim stopped marking) does not hold GEN_POLICY

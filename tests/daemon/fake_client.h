@@ -146,10 +146,12 @@ class FakeClient {
   }
   /// A layout-1.1 mark: boundary `iteration` with `generation` in force, carrying the device
   /// time of interval `timed` (0: none).
+  /// `flags`: the record's RecordFlag bits (kFlagGenerationInstalled: the executor installed
+  /// `generation` at this boundary).
   bool MarkTimed(std::uint64_t iteration, std::uint64_t generation, std::uint64_t timed,
-                 std::uint64_t device_time_ns) {
+                 std::uint64_t device_time_ns, std::uint16_t flags = 0) {
     ipc::IterationMarkRecord mark{iteration, NowNs(), device_time_ns, 0, timed, generation};
-    return Count(ring_.Push(ipc::RecordType::kIterationMark, 0, &mark, sizeof(mark)));
+    return Count(ring_.Push(ipc::RecordType::kIterationMark, flags, &mark, sizeof(mark)));
   }
   /// What the shim's pointer-table scan reports (layout 1.2): allocations pointed to.
   bool PointerTargets(std::uint64_t scan, const std::vector<std::uint64_t>& ids) {

@@ -42,6 +42,29 @@ TEST(IterationClock, AnIntervalBelongsToAGenerationOnlyWhenInForceAtBothEnds) {
   EXPECT_EQ(clock.GenerationOver(4), std::nullopt);  // its end was not marked yet
 }
 
+// kFlagGenerationInstalled: the executor installed the mark's generation at that boundary and
+// switches only at boundaries, so the interval it starts is that generation's whole, even when the
+// next boundary installs another one (the next candidate, published ahead).
+TEST(IterationClock, AnIntervalBelongsToTheGenerationInstalledAtItsStart) {
+  IterationClock clock;
+  clock.OnMark(Mark(1, 3, 0, 0), ipc::kFlagGenerationInstalled);
+  EXPECT_TRUE(clock.last_installed());
+  EXPECT_TRUE(clock.marks_installed());
+  EXPECT_EQ(clock.GenerationOver(1), std::optional<std::uint64_t>(3));  // before mark 2 came
+  clock.OnMark(Mark(2, 4, 0, 0), ipc::kFlagGenerationInstalled);
+  clock.OnMark(Mark(3, 5, 0, 0), ipc::kFlagGenerationInstalled);
+  EXPECT_EQ(clock.GenerationOver(1), std::optional<std::uint64_t>(3));
+  EXPECT_EQ(clock.GenerationOver(2), std::optional<std::uint64_t>(4));
+  EXPECT_EQ(clock.last_generation(), 5u);
+  // A mark without the flag (the executor had no policy yet): the both-ends rule again.
+  clock.OnMark(Mark(4, 5, 0, 0));
+  EXPECT_FALSE(clock.last_installed());
+  EXPECT_TRUE(clock.marks_installed());  // sticky: this shim marks installs
+  EXPECT_EQ(clock.GenerationOver(4), std::nullopt);
+  clock.OnMark(Mark(5, 5, 0, 0));
+  EXPECT_EQ(clock.GenerationOver(4), std::optional<std::uint64_t>(5));
+}
+
 TEST(IterationClock, ForgetsBoundariesSixtyFourMarksBack) {
   IterationClock clock;
   for (std::uint64_t b = 1; b <= 70; ++b) clock.OnMark(Mark(b, 9, 0, 0));

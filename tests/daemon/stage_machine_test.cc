@@ -70,6 +70,30 @@ TEST(StageMachine, AHoldKeepsGenPolicyUntilReleasedOrItsBudgetIsSpent) {
   EXPECT_EQ(capped.held_steps(), 4);
 }
 
+// The last candidate's measurement arrives between two steps: letting go of the hold then moves
+// to STABLE at once, not at the next stable step (issue 18: no iteration lost to waiting).
+TEST(StageMachine, ShouldMoveToStableTheMomentAHoldPastNIsReleased) {
+  StageMachine machine(2, 5);
+  for (int i = 0; i < 3; ++i) machine.Step(true);
+  ASSERT_EQ(machine.stage(), Stage::kGenPolicy);
+  machine.SetGenPolicyHold(true, 8);
+  for (int i = 0; i < 5; ++i) machine.Step(true);
+  // Released before n stable steps: the paper's n still applies.
+  machine.SetGenPolicyHold(false, 8);
+  EXPECT_FALSE(machine.Release().changed());
+  EXPECT_EQ(machine.stage(), Stage::kGenPolicy);
+  machine.SetGenPolicyHold(true, 8);
+  EXPECT_EQ(machine.Step(true).after, Stage::kGenPolicy);  // the (n + 1)-th step, held
+  EXPECT_FALSE(machine.Release().changed());               // still held: nothing
+  machine.SetGenPolicyHold(false, 8);
+  const StageStep step = machine.Release();
+  EXPECT_EQ(step.before, Stage::kGenPolicy);
+  EXPECT_EQ(step.after, Stage::kStable);
+  EXPECT_EQ(machine.stage(), Stage::kStable);
+  EXPECT_FALSE(machine.Release().changed());  // once
+  EXPECT_EQ(machine.Step(true).after, Stage::kStable);
+}
+
 TEST(StageMachine, ZeroThresholdsMoveOnTheFirstStableStep) {
   StageMachine machine(0, 0);
   EXPECT_EQ(machine.Step(true).after, Stage::kGenPolicy);

@@ -2,7 +2,11 @@
 // generator configurations to try, the candidates published from them with the best device time
 // measured under each, and the one STABLE chose.
 //
-// One candidate at a time: the next is generated once the last one has a measurement of its own.
+// One candidate on trial at a time. With marks that say which generation the shim's executor
+// installed at each boundary (kFlagGenerationInstalled), the next candidate is planned while the
+// last one is on trial and published as soon as the shim installed the last one, so each one
+// runs exactly the iterations it is measured on; with layout-1.1 marks without that flag, the next
+// is generated once the last one has a measurement of its own; with 1.0 marks, one per step.
 // A candidate that plans the same swaps as one already published is not published again (two
 // configurations that plan the same policy need one measurement): it is counted as a duplicate
 // and the next configuration is generated at once, so fewer distinct candidates take fewer trial
@@ -32,6 +36,14 @@ class CandidateTrials {
     ipc::Policy policy;
     double measured_s = 0;  ///< best device time of the intervals run entirely under it
     std::uint32_t samples = 0;
+    bool installed = false;  ///< a mark said the shim's executor installed it
+  };
+
+  /// What the client's marks tell about the generation in force (IterationClock).
+  enum class Marks : std::uint8_t {
+    kNone,        ///< layout 1.0: neither interval nor generation; one candidate per step
+    kGeneration,  ///< layout 1.1: the generation at each boundary; the next after a measurement
+    kInstalled,   ///< kFlagGenerationInstalled: planned ahead, published once the last installed
   };
 
   explicit CandidateTrials(std::vector<policy::GeneratorOptions> configs)
@@ -45,10 +57,20 @@ class CandidateTrials {
   /// A GEN_POLICY step passed: a next candidate may be generated.
   void StepPassed() { step_pending_ = true; }
 
-  /// The next candidate may be generated now (given a timed profile): none in flight, a step
-  /// passed, configurations left, and the last candidate measured (with marks that say which
-  /// interval ran under which policy; without them, one per step).
-  bool WantsNext(bool marks_carry_generation) const;
+  /// The next candidate may be generated now (given a timed profile): none in flight or waiting
+  /// to be published, configurations left, and (kGeneration) the last candidate measured and a
+  /// step passed, or (kNone) a step passed; with kInstalled at once (planned ahead).
+  bool WantsNext(Marks marks) const;
+  /// A candidate just generated may be published now: none published yet, or the last one was
+  /// installed by the shim or measured. Always with kNone and kGeneration (WantsNext waited).
+  bool MayPublish(Marks marks) const;
+  /// A generated candidate that must wait (MayPublish false): kept until TakeReady().
+  void Hold(ipc::Policy policy) { ready_ = std::move(policy); }
+  /// A mark says the shim's executor installed `generation`: true when that is the last
+  /// candidate published and it was not known installed before.
+  bool Installed(std::uint64_t generation);
+  /// The candidate waiting to be published, if any (and no longer kept).
+  std::optional<ipc::Policy> TakeReady();
   /// The next configuration; marks generation in flight. `*index` is its position.
   policy::GeneratorOptions Take(std::uint32_t* index);
   /// The worker finished: `error` is empty on success, else why no policy was planned.
@@ -101,6 +123,7 @@ class CandidateTrials {
   std::uint32_t next_ = 0;     // index of the next configuration
   bool step_pending_ = false;  // a GEN_POLICY step has passed since the last candidate
   bool in_flight_ = false;
+  std::optional<ipc::Policy> ready_;  // generated ahead, waiting for the last to be installed
   std::uint32_t duplicates_ = 0;
   std::string error_;
   std::optional<Candidate> chosen_;

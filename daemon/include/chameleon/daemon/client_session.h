@@ -136,10 +136,19 @@ class ClientSession {
  private:
   bool HandleRecord(const ipc::RecordView& record);
   bool HandleOp(std::uint32_t token, const ipc::RecordView& record);
-  void HandleMark(const ipc::IterationMarkRecord& mark);
+  /// `flags`: the mark record's RecordFlag bits (kFlagGenerationInstalled).
+  void HandleMark(const ipc::IterationMarkRecord& mark, std::uint16_t flags);
   /// A device-timed interval of a layout-1.1 mark: times the profile, credits a candidate.
   void OnTimedInterval(std::uint64_t interval, double seconds);
   void OnIteration(const IterationEvent& event);
+  /// A stable WARMUP step: the detailed iteration is requested now, if none is on its way.
+  void ProfileDuringWarmup();
+  /// How this client's marks name generations (CandidateTrials::Marks).
+  CandidateTrials::Marks MarkKind() const;
+  /// Publishes a candidate as the next generation and starts its trial.
+  void PublishCandidate(ipc::Policy policy);
+  /// Publishes the candidate planned ahead once the one on trial is installed or measured.
+  void PublishReadyCandidate();
   void OnStageChange(const StageStep& step);
   /// Candidates are being tried and not all configurations are measured yet: GEN_POLICY is
   /// held past stage_n (session_policy.cc).

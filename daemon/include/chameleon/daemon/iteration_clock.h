@@ -3,7 +3,9 @@
 // It keeps the last iteration's time (device time once the shim has reported any, host wall time
 // before that) and, for layout-1.1 marks, the policy generation the shim had in force at each of
 // its recent boundaries, so that an interval is credited to a generation only when that
-// generation was in force at both of its ends. Not thread-safe: only the loop thread touches it.
+// generation covered it whole: the mark of its first boundary says the executor installed it
+// there (kFlagGenerationInstalled), or, without that flag, it was in force at both of its ends.
+// Not thread-safe: only the loop thread touches it.
 #pragma once
 
 #include <array>
@@ -17,12 +19,21 @@ namespace chameleon::daemon {
 
 class IterationClock {
  public:
-  /// Takes one mark: its boundary's generation, and the iteration time it implies.
-  void OnMark(const ipc::IterationMarkRecord& mark);
+  /// Takes one mark (`flags`: its record's RecordFlag bits): its boundary's generation, and the
+  /// iteration time it implies.
+  void OnMark(const ipc::IterationMarkRecord& mark, std::uint16_t flags = 0);
 
-  /// The generation in force at both boundaries of `interval` (from boundary `interval` to
-  /// `interval + 1`); std::nullopt when it changed in between or is no longer remembered.
+  /// The generation that covered `interval` (from boundary `interval` to `interval + 1`) whole:
+  /// the one installed at its first boundary (kFlagGenerationInstalled), else the one in force at
+  /// both boundaries; std::nullopt when it changed in between, the end is not marked yet (no
+  /// flag) or the boundary is no longer remembered.
   std::optional<std::uint64_t> GenerationOver(std::uint64_t interval) const;
+  /// The last mark's generation was installed at its boundary (the shim's executor says so).
+  bool last_installed() const { return last_installed_; }
+  /// Some mark carried kFlagGenerationInstalled: this shim's executor applies the policies.
+  bool marks_installed() const { return marks_installed_; }
+  /// The generation of the last mark.
+  std::uint64_t last_generation() const { return last_generation_; }
 
   std::uint64_t marks() const { return marks_; }
   /// The last iteration's time in seconds (0 until a mark gave one).
@@ -41,6 +52,7 @@ class IterationClock {
   struct MarkGeneration {
     std::uint64_t boundary = 0;
     std::uint64_t generation = 0;
+    bool installed = false;  // kFlagGenerationInstalled: in force for the whole interval
   };
 
   std::uint64_t marks_ = 0;
@@ -52,6 +64,9 @@ class IterationClock {
   double iteration_s_ = 0;
   std::array<MarkGeneration, kMarkGenerations> generations_{};
   bool carries_generation_ = false;
+  bool last_installed_ = false;
+  bool marks_installed_ = false;
+  std::uint64_t last_generation_ = 0;
 };
 
 }  // namespace chameleon::daemon

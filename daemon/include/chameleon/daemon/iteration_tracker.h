@@ -51,6 +51,9 @@ class IterationTracker {
 
   /// Keeps GEN_POLICY past stage_n (StageMachine::SetGenPolicyHold).
   void SetGenPolicyHold(bool hold, int max_extra) { machine_.SetGenPolicyHold(hold, max_extra); }
+  /// The hold was let go between two cuts (StageMachine::Release): STABLE now if GEN_POLICY was
+  /// held past stage_n, logged at the number of iterations cut so far.
+  StageStep ReleaseHold();
 
   const IterationEvent& last_event() const { return last_event_; }
   const std::vector<std::uint32_t>& signature() const { return signature_; }
@@ -62,7 +65,8 @@ class IterationTracker {
   std::uint64_t ignored_matches() const { return ignored_matches_; }
   /// Ops of the last iteration that was compared (0 before the first one finished).
   std::uint64_t iteration_ops() const { return iteration_ops_; }
-  /// Index of the iteration at which the stage first became STABLE (0: not yet).
+  /// Iterations cut when the stage first became STABLE (0: not yet): the index of the iteration
+  /// whose step moved it, or of the last one cut before a released hold moved it.
   std::uint64_t first_stable_iteration() const { return first_stable_iteration_; }
   /// Ops seen since the last cut (or since the start when nothing was cut yet).
   std::uint64_t ops_since_boundary() const { return ops_since_boundary_; }
@@ -75,6 +79,8 @@ class IterationTracker {
  private:
   bool Matches() const;
   bool Cut();
+  /// Logs an entry into STABLE at iteration `index`.
+  void NoteStable(std::uint64_t index);
   void FeedOldestPending();
 
   std::vector<std::uint32_t> signature_;

@@ -61,12 +61,10 @@ class ProfileRecorder {
   void OnMark(std::uint64_t boundary);
 
   /// The op sequence changed (an unstable step); intervals from boundary `boundary` on are of the
-  /// new one. The profile is no longer fresh, and earlier intervals never time the next one.
-  void NewSequence(std::uint64_t boundary) {
-    sample_from_ = boundary;
-    fresh_ = false;
-    early_count_ = 0;
-  }
+  /// new one. The profile is no longer fresh, earlier intervals never time the next one, and a
+  /// detailed iteration requested or being recorded (of the old sequence, or of both) is called
+  /// off.
+  void NewSequence(std::uint64_t boundary);
   /// A device-timed interval credited to `generation`: one of the kProfileSamples whose best is
   /// the profile's iteration time, while no candidate was published from it yet. Intervals that
   /// ran before the detailed one (same sequence, at or above the timing floor) count too, so a
@@ -80,7 +78,7 @@ class ProfileRecorder {
   /// Requested or collecting: the profile is on its way.
   bool in_progress() const { return state_ == State::kRequested || state_ == State::kCollecting; }
   const std::shared_ptr<const policy::Profile>& profile() const { return profile_; }
-  /// Recorded since the client last entered GEN_POLICY.
+  /// Recorded for the current stable sequence (since its first stable step).
   bool fresh() const { return fresh_; }
   /// The profile has its iteration time: candidates may be generated from it.
   bool timed() const { return timed_; }

@@ -12,10 +12,11 @@ namespace chameleon::daemon {
 class StageHold {
  public:
   /// GEN_POLICY steps a hold may add per candidate configuration (a last-resort bound; a stalled
-  /// hold lets go earlier). Publishing, the shim's 10 ms mailbox poll, one whole interval under
-  /// the candidate and the mark that reports its device time (the host runs ahead of the device)
-  /// take about three iterations of a slow loop, up to six of one faster than the shim's tick;
-  /// the profile before them takes three more.
+  /// hold lets go earlier). Publishing, the shim's mailbox poll (2 ms until STABLE), one whole
+  /// interval under the candidate and the mark that reports its device time (the host runs ahead
+  /// of the device) take one iteration when the next candidate is planned ahead and the marks
+  /// name the installed generation, about three without, more in a loop faster than the poll;
+  /// the profile before them takes up to three more.
   static constexpr int kStepsPerCandidate = 8;
   /// A hold without progress for this many iterations *and* this long lets go. Both: a fast loop
   /// runs many iterations during the shim's mailbox poll, a slow one few in a second.

@@ -9,7 +9,9 @@
 // n = 5 a steady loop is STABLE at its (m + n + 3)-th iteration (the first has nothing to be
 // compared with).
 // A hold (the session's: candidates still being measured) keeps GEN_POLICY past n stable steps,
-// up to n + max_extra; releasing it lets the next stable step move on.
+// up to n + max_extra; releasing it after more than n stable steps moves to STABLE at once
+// (Release), not at the next stable step: the last candidate's measurement usually arrives just
+// after a step, and waiting for the next would cost a whole iteration.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +53,10 @@ class StageMachine {
     hold_ = hold;
     max_extra_ = max_extra;
   }
+
+  /// The hold is off (SetGenPolicyHold(false, ...)) and GEN_POLICY already had more than n
+  /// stable steps: STABLE now. Otherwise nothing changes (the returned step is unchanged).
+  StageStep Release();
 
   Stage stage() const { return stage_; }
   int stable_steps() const { return stable_steps_; }

@@ -29,7 +29,13 @@ enum class RecordType : std::uint16_t {
 enum RecordFlag : std::uint16_t {
   kFlagDetailed = 1u << 0,  ///< written while recording a detailed iteration
   kFlagCapture = 1u << 1,   ///< issued while the stream was capturing a graph
+  /// On a kIterationMark only: `generation` is the one the swap executor installed at this
+  /// boundary, so it is in force for the whole interval the boundary starts (policies change only
+  /// at boundaries). Without it (executor off, an older shim) the generation is the one the
+  /// client acknowledged, which may have changed mid-interval. Older readers ignore the bit.
+  kFlagGenerationInstalled = 1u << 2,
 };
+static_assert(sizeof(RecordFlag) == 2 && kFlagGenerationInstalled == 4);
 
 /// Op tokens 1..15 are reserved for driver ops that are not kernels; kernels start at 16.
 /// Token 0 is "unknown".
@@ -141,8 +147,9 @@ static_assert(sizeof(SyncRecord) == 16);
 /// Device time is measured with one CUDA event per boundary and queried without blocking; the
 /// host runs ahead of the device, so the interval that just ended is rarely complete. The mark
 /// therefore carries the newest completed interval not reported before, and says which one it is
-/// (`timed_iteration`). The daemon credits interval j to the policy generation that was in force
-/// at both of its boundaries (`generation` of marks j and j + 1).
+/// (`timed_iteration`). The daemon credits interval j to the generation of mark j when that mark
+/// carries kFlagGenerationInstalled, else to the policy generation that was in force at both of
+/// its boundaries (`generation` of marks j and j + 1).
 struct IterationMarkRecord {
   std::uint64_t iteration;       ///< b: the shim's count of boundaries seen (starts at 1)
   std::uint64_t host_time_ns;    ///< CLOCK_MONOTONIC when the boundary op was launched
