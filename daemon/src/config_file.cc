@@ -76,8 +76,9 @@ void ReadPolicy(ConfigReader& r, const YAML::Node& n, ServiceConfig* c) {
   if (!n.IsDefined() ||
       !r.CheckMap(n, kPath,
                   {"size_weight", "prefetch_margin", "host_bandwidth_bytes_per_s",
-                   "link_efficiency", "full_duplex", "min_swap_bytes", "cross_iteration",
-                   "layers_per_phase", "chunk_bytes", "reserve_bytes"})) {
+                   "device_to_host_bytes_per_s", "host_to_device_bytes_per_s", "link_efficiency",
+                   "full_duplex", "min_swap_bytes", "cross_iteration", "layers_per_phase",
+                   "chunk_bytes", "reserve_bytes"})) {
     return;
   }
   policy::GeneratorOptions& p = c->daemon.policy;
@@ -85,6 +86,9 @@ void ReadPolicy(ConfigReader& r, const YAML::Node& n, ServiceConfig* c) {
   r.Double(n, kPath, "prefetch_margin", 0.0, 1.0, &p.prefetch_margin);
   r.Double(n, kPath, "host_bandwidth_bytes_per_s", 0.0, 1e13, &p.host_bandwidth_bytes_per_s,
            /*exclusive_min=*/true);
+  // 0 = unset: host_bandwidth_bytes_per_s, unless the node topology knows the client's link.
+  r.Double(n, kPath, "device_to_host_bytes_per_s", 0.0, 1e13, &p.device_to_host_bytes_per_s);
+  r.Double(n, kPath, "host_to_device_bytes_per_s", 0.0, 1e13, &p.host_to_device_bytes_per_s);
   r.Double(n, kPath, "link_efficiency", 0.0, 1.0, &p.link_efficiency, /*exclusive_min=*/true);
   r.Bool(n, kPath, "full_duplex", &p.full_duplex);
   r.Bytes(n, kPath, "min_swap_bytes", 0, &p.min_swap_bytes);

@@ -59,6 +59,8 @@ void EmitPolicy(YAML::Emitter& out, const ServiceConfig& c) {
   out << YAML::Key << "size_weight" << YAML::Value << p.size_weight;
   out << YAML::Key << "prefetch_margin" << YAML::Value << p.prefetch_margin;
   out << YAML::Key << "host_bandwidth_bytes_per_s" << YAML::Value << p.host_bandwidth_bytes_per_s;
+  out << YAML::Key << "device_to_host_bytes_per_s" << YAML::Value << p.device_to_host_bytes_per_s;
+  out << YAML::Key << "host_to_device_bytes_per_s" << YAML::Value << p.host_to_device_bytes_per_s;
   out << YAML::Key << "link_efficiency" << YAML::Value << p.link_efficiency;
   out << YAML::Key << "full_duplex" << YAML::Value << p.full_duplex;
   out << YAML::Key << "min_swap_bytes" << YAML::Value << p.min_swap_bytes;

@@ -14,7 +14,8 @@ namespace {
 /// the attempts still cost at most kGrowthDivisor + 1 times the final history (geometric).
 constexpr std::size_t kFirstDetectionOps = 64;
 constexpr std::size_t kGrowthDivisor = 4;
-/// Histories below this size are retried after kDetectionRetryNs even without growing by half.
+/// Histories below this size are retried after kDetectionRetryNs even without growing by a
+/// quarter.
 constexpr std::size_t kRetrySmallHistoryOps = 1u << 16;
 constexpr std::uint64_t kDetectionRetryNs = 250'000'000;
 

@@ -94,7 +94,10 @@ void ClientSession::Describe(bool detailed, nlohmann::json* out) const {
   const policy::GeneratorOptions link = WithHostLink(options_.policy);
   j["host_link"] = {{"device_to_host_bytes_per_s", policy::OutBandwidth(link)},
                     {"host_to_device_bytes_per_s", policy::InBandwidth(link)},
-                    {"source", host_link_ ? "topology" : "config"}};
+                    {"source", host_link_ && (options_.policy.device_to_host_bytes_per_s == 0 ||
+                                              options_.policy.host_to_device_bytes_per_s == 0)
+                                   ? "topology"
+                                   : "config"}};
   j["swap"] = SwapJson(*h);
   const std::uint64_t applied = h->policy_generation_applied.load(std::memory_order_relaxed);
   nlohmann::json policy{{"generation", publisher_.generation()},

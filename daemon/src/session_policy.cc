@@ -191,9 +191,12 @@ bool ClientSession::WantsGeneration() const {
 policy::GeneratorOptions ClientSession::WithHostLink(policy::GeneratorOptions options) const {
   // The client's own link, per direction, where the node knows it: a measured or declared figure
   // beats the configured one-size default (25e9 against 46.8e9 / 54.8e9 on an H100 host link).
+  // A per-direction figure the operator configured stands above both.
   if (host_link_) {
-    options.device_to_host_bytes_per_s = host_link_->device_to_host;
-    options.host_to_device_bytes_per_s = host_link_->host_to_device;
+    if (options.device_to_host_bytes_per_s == 0)
+      options.device_to_host_bytes_per_s = host_link_->device_to_host;
+    if (options.host_to_device_bytes_per_s == 0)
+      options.host_to_device_bytes_per_s = host_link_->host_to_device;
   }
   return options;
 }

@@ -51,14 +51,14 @@ TEST_F(LoopBoundaryTest, TheFirstDetectionWaitsForSixtyFourOps) {
   EXPECT_FALSE(loop_.WantsDetection(0));  // in flight
 }
 
-TEST_F(LoopBoundaryTest, AFailedDetectionWaitsForTheHistoryToGrowByHalf) {
+TEST_F(LoopBoundaryTest, AFailedDetectionWaitsForTheHistoryToGrowByAQuarter) {
   const auto stream = MakeLoop(LoopSpec{}, 10);
   Feed(stream.tokens, 0, 64);
   const auto snapshot = loop_.TakeSnapshot(0);
   EXPECT_FALSE(loop_.Install(std::nullopt, std::nullopt, snapshot.size(), [](auto&) {}));
-  Feed(stream.tokens, 64, 96);
-  EXPECT_FALSE(loop_.WantsDetection(1));  // 96 < 64 + 32 + 1
-  Feed(stream.tokens, 96, 97);
+  Feed(stream.tokens, 64, 80);
+  EXPECT_FALSE(loop_.WantsDetection(1));  // 80 < 64 + 16 + 1
+  Feed(stream.tokens, 80, 81);
   EXPECT_TRUE(loop_.WantsDetection(1));
 }
 

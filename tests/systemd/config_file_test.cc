@@ -58,6 +58,7 @@ detection: {stage_m: 3, stage_n: 6, similarity_threshold: 0.9, length_change_thr
             min_periods: 4, min_period_ops: 12, max_gram: 5, gap_tolerance: 0.2, max_history_ops: 4096,
             boundary_patterns: ["*step*", "adam*"]}
 policy: {size_weight: 1.5, prefetch_margin: 0.25, host_bandwidth_bytes_per_s: 12e9,
+         device_to_host_bytes_per_s: 4.68e10, host_to_device_bytes_per_s: 5.48e10,
          link_efficiency: 0.5, full_duplex: no, min_swap_bytes: 2MiB, cross_iteration: false,
          layers_per_phase: 16, chunk_bytes: 4MiB, reserve_bytes: 8MiB}
 devices: [{index: 0, memory_limit: 1.5GiB}, {index: 3, memory_limit: 512MB}]
@@ -90,6 +91,8 @@ log: {level: debug}
   EXPECT_DOUBLE_EQ(c.daemon.policy.size_weight, 1.5);
   EXPECT_DOUBLE_EQ(c.daemon.policy.prefetch_margin, 0.25);
   EXPECT_DOUBLE_EQ(c.daemon.policy.host_bandwidth_bytes_per_s, 12e9);
+  EXPECT_DOUBLE_EQ(c.daemon.policy.device_to_host_bytes_per_s, 4.68e10);
+  EXPECT_DOUBLE_EQ(c.daemon.policy.host_to_device_bytes_per_s, 5.48e10);
   EXPECT_DOUBLE_EQ(c.daemon.policy.link_efficiency, 0.5);
   EXPECT_FALSE(c.daemon.policy.full_duplex);
   EXPECT_EQ(c.daemon.policy.min_swap_bytes, 2u << 20);
@@ -164,10 +167,11 @@ TEST(ConfigFileTest, KnowsEveryOptionField) {
   EXPECT_EQ(sizeof(DetectionOptions), 80u) << "DetectionOptions changed: update the config file";
   // DaemonOptions::deduplicate_candidates is not a config key either: turning it off exists for
   // comparison with the paper's behaviour and for tests that need one generation per config.
-  EXPECT_EQ(sizeof(DaemonOptions), 432u) << "DaemonOptions changed: update the config file";
+  EXPECT_EQ(sizeof(DaemonOptions), 448u) << "DaemonOptions changed: update the config file";
   // GeneratorOptions::release_at_issue is not a config key: the daemon always plans for the
   // shim's executor, which releases memory when transfers are issued (session_policy.cc).
-  EXPECT_EQ(sizeof(policy::GeneratorOptions), 88u) << "GeneratorOptions changed: update the config";
+  EXPECT_EQ(sizeof(policy::GeneratorOptions), 104u)
+      << "GeneratorOptions changed: update the config";
   EXPECT_EQ(sizeof(DeviceLimit), 16u) << "DeviceLimit changed: update the config file";
   EXPECT_EQ(sizeof(LendingOptions), 112u) << "LendingOptions changed: update the config file";
 }
