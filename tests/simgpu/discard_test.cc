@@ -155,6 +155,10 @@ TEST_F(DiscardTest, ShouldRefuseForeignMemoryAndCapturingStreamsLeavingBytesInta
   ASSERT_CU(cuGraphLaunch(exec, s));  // an empty graph: nothing was recorded
   ASSERT_CU(cuStreamSynchronize(s));
   EXPECT_EQ(CountNot(dev, kMiB, 0x66), 0u);
+  ASSERT_CU(cuGraphExecDestroy(exec));
+  ASSERT_CU(cuGraphDestroy(graph));
+  ASSERT_CU(cuStreamDestroy(s));
+  ASSERT_CU(cuMemFree(dev));
 }
 
 }  // namespace
