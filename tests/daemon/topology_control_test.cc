@@ -16,6 +16,16 @@ ipc::DeviceFacts Device(int ordinal, const char* bus, std::uint64_t peers, int n
   return MakeDeviceFacts(ordinal, bus, memory, peers, numa);
 }
 
+// The host link a `chameleonctl client` reply says the client's plans assume.
+void ExpectHostLink(const nlohmann::json& reply, const char* source, double device_to_host,
+                    double host_to_device) {
+  ASSERT_TRUE(reply.value("ok", false)) << reply.dump();
+  const nlohmann::json& link = reply["client"]["host_link"];
+  EXPECT_EQ(link["source"], source) << link.dump();
+  EXPECT_DOUBLE_EQ(link["device_to_host_bytes_per_s"].get<double>(), device_to_host);
+  EXPECT_DOUBLE_EQ(link["host_to_device_bytes_per_s"].get<double>(), host_to_device);
+}
+
 class TopologyControlTest : public DaemonTest {
  protected:
   void Configure(DaemonOptions*) override {
@@ -87,12 +97,7 @@ TEST_F(TopologyControlTest, ShouldPlanWithTheHostLinkOfTheClientsGpuPerDirection
   StartDaemon();
   auto a = ConnectDevices({Device(0, "0000:18:00.0", 0, 0)});
   ASSERT_TRUE(a);
-  const nlohmann::json reply = Control({{"command", "client"}, {"id", a->id()}});
-  ASSERT_TRUE(reply.value("ok", false)) << reply.dump();
-  const nlohmann::json& link = reply["client"]["host_link"];
-  EXPECT_EQ(link["source"], "topology") << link.dump();
-  EXPECT_DOUBLE_EQ(link["device_to_host_bytes_per_s"].get<double>(), 4.68e10);
-  EXPECT_DOUBLE_EQ(link["host_to_device_bytes_per_s"].get<double>(), 5.48e10);
+  ExpectHostLink(Control({{"command", "client"}, {"id", a->id()}}), "topology", 4.68e10, 5.48e10);
 }
 
 TEST_F(TopologyControlTest, ShouldNameAContradictingClientAndKeepServingIt) {
@@ -125,12 +130,7 @@ TEST_F(DaemonTest, ShouldPlanWithTheConfiguredBandwidthWhenTheNodeHasNoLinkFigur
   auto a = FakeClient::ConnectWithDevices(options_.socket_path, &error,
                                           {MakeDeviceFacts(0, "0000:18:00.0", 1ull << 30, 0, 0)});
   ASSERT_NE(a, nullptr) << error;
-  const nlohmann::json reply = Control({{"command", "client"}, {"id", a->id()}});
-  ASSERT_TRUE(reply.value("ok", false)) << reply.dump();
-  const nlohmann::json& link = reply["client"]["host_link"];
-  EXPECT_EQ(link["source"], "config") << link.dump();
-  EXPECT_DOUBLE_EQ(link["device_to_host_bytes_per_s"].get<double>(), 12e9);
-  EXPECT_DOUBLE_EQ(link["host_to_device_bytes_per_s"].get<double>(), 12e9);
+  ExpectHostLink(Control({{"command", "client"}, {"id", a->id()}}), "config", 12e9, 12e9);
 }
 
 }  // namespace
