@@ -107,6 +107,16 @@ class LendingTest : public DaemonTest {
     *owner_policy = WaitPolicy(*owner_, [](const ipc::Policy& p) { return p.summary.lent_bytes; });
   }
 
+  /// The `leases` reply's row for `bus`, or null. The lessee's own GPU may have a row too: a round
+  /// that ran before its trace showed the overflow saw an owner with nothing to swap.
+  nlohmann::json GpuRow(const std::string& bus) {
+    const nlohmann::json shown = Control({{"command", "leases"}});
+    for (const auto& row : shown["gpus"]) {
+      if (row["gpu"] == bus) return row;
+    }
+    return nullptr;
+  }
+
   double Revocations(const std::string& outcome) {
     const auto leases = Control({{"command", "leases"}});
     return leases["revocations"][outcome].get<double>();
@@ -195,11 +205,10 @@ TEST_F(LendingTest, AnOwnerRunningUnderItsLoweredLimitIsNotLoweredAgain) {
   const std::uint64_t spare = kOwnerMemory - kOwnerPeak - 16 * kMiB - lease;
   ASSERT_TRUE(WaitFor([&] {
     Beat();
-    const auto shown = Control({{"command", "leases"}});
-    return shown["gpus"].size() == 1 && shown["gpus"][0]["spare_bytes"] == spare;
+    const auto row = GpuRow(kOwnerGpu);
+    return !row.is_null() && row["spare_bytes"] == spare;
   })) << Control({{"command", "leases"}}).dump(2);
-  const auto gpu = Control({{"command", "leases"}})["gpus"][0];
-  EXPECT_EQ(gpu["gpu"], kOwnerGpu);
+  const auto gpu = GpuRow(kOwnerGpu);
   EXPECT_EQ(gpu["state"], "lending");
   EXPECT_EQ(gpu["lent_bytes"].get<std::uint64_t>(), lease);
   EXPECT_EQ(Describe(owner_->id())["device"]["limit_bytes"].get<std::uint64_t>(),
@@ -246,10 +255,10 @@ TEST_F(HungLesseeTest, AnOwnerIsNeverKeptWaitingPastTheDeadline) {
             std::string::npos);
   // The GPU lends no more while this owner holds it, and says so.
   EXPECT_NE(metrics.find("chameleon_lending_stopped_gpus 1"), std::string::npos) << metrics;
-  const auto gpus = Control({{"command", "leases"}})["gpus"];
-  ASSERT_EQ(gpus.size(), 1u);
-  EXPECT_EQ(gpus[0]["state"], "stopped");
-  EXPECT_EQ(gpus[0]["spare_bytes"].get<std::uint64_t>(), 0u);
+  const auto gpu = GpuRow(kOwnerGpu);
+  ASSERT_FALSE(gpu.is_null()) << Control({{"command", "leases"}}).dump(2);
+  EXPECT_EQ(gpu["state"], "stopped");
+  EXPECT_EQ(gpu["spare_bytes"].get<std::uint64_t>(), 0u);
 }
 
 TEST_F(LendingTest, ALesseeThatLeavesGivesTheOwnerItsLimitBack) {

@@ -1,5 +1,5 @@
 // Daemon::UpdateOptions on a running daemon with connected fake clients: a lowered stage n moves
-// a client to STABLE at its next iteration, the configured policy settings and per-device limits
+// a client already past it to STABLE, the configured policy settings and per-device limits
 // shape the next candidate, new boundary patterns reach a client still looking for its loop, and
 // restart-only settings keep their running values.
 #include <gtest/gtest.h>
@@ -27,7 +27,10 @@ class LiveOptionsTest : public DaemonTest {
   }
 };
 
-TEST_F(LiveOptionsTest, LoweredStageNMovesAClientToStableAtItsNextIteration) {
+// The client is past the lowered n and nothing holds it in GEN_POLICY (no candidate to measure:
+// this fake client never records a detailed iteration), so the daemon's next housekeeping pass
+// releases it: STABLE without waiting for another step.
+TEST_F(LiveOptionsTest, LoweredStageNMovesAClientPastItToStable) {
   options_.detection.stage_n = 100;
   StartDaemon();
   auto client = Connect();
@@ -42,12 +45,9 @@ TEST_F(LiveOptionsTest, LoweredStageNMovesAClientToStableAtItsNextIteration) {
   next.detection.stage_n = 1;
   Update(next);
   EXPECT_EQ(Control({{"command", "status"}})["daemon"]["stage_n"].get<int>(), 1);
-  // Still GEN_POLICY until the next iteration is cut; then more than n = 1 stable steps.
-  EXPECT_EQ(Stage(*client), "GEN_POLICY");
-  PushSteps(*client, spec, 12, 14);
-  ASSERT_TRUE(WaitDrained(*client));
   ASSERT_TRUE(WaitFor([&] { return Stage(*client) == "STABLE"; })) << Describe(client->id());
-  EXPECT_LE(Describe(client->id())["iterations"].get<std::uint64_t>(), iterations + 2);
+  EXPECT_EQ(Describe(client->id())["iterations"].get<std::uint64_t>(), iterations)
+      << "no step was pushed after the update";
 }
 
 TEST_F(LiveOptionsTest, RaisedStageNKeepsAClientInGenPolicyThatWouldHaveBeenStable) {
