@@ -96,8 +96,15 @@ CUresult Copy(CUdeviceptr dst, CUdeviceptr src, std::size_t n, CUstream h, bool 
   // unregistered either range yet.
   const Backing db = BackingOf(dst, n);
   const Backing sb = BackingOf(src, n);
-  const Skip skip = OnDevice(d) && sr.place == Place::kPinnedHost ? FaultHookSkip(n) : Skip{};
-  op.work = [dst, src, n, db, sb, skip] { SparseMove(dst, db, src, sb, n, skip); };
+  const FaultChoice fault =
+      OnDevice(d) && sr.place == Place::kPinnedHost ? FaultHookChoose(n) : FaultChoice{};
+  op.work = [dst, src, n, db, sb, fault] {
+    LandDelayedBytes(src, n);  // the delay hook's bytes reach a range before a copy reads it
+    SparseMove(dst, db, src, sb, n, fault.skip);
+    if (fault.delay)
+      HoldDelayedBytes(dst + fault.skip.begin, src + fault.skip.begin,
+                       fault.skip.end - fault.skip.begin);
+  };
   SIMGPU_TRY(s->Submit(std::move(op)));
   const bool host = !OnDevice(d) || !OnDevice(sr);
   const bool pageable = d.place == Place::kPageableHost || sr.place == Place::kPageableHost;

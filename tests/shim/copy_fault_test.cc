@@ -1,8 +1,9 @@
 // simgpu's test-only copy fault hook (SIMGPU_FAULT_DROP_COPY, docs/simgpu.md "Fault hook")
 // against the swap executor: chameleon-train-sim (real arithmetic) under the shim at a quarter of
-// its peak swaps through pinned host memory; dropping 2 MiB of one swap-in must change the final
-// checksum in every trial, and the same runs without the hook must reproduce the unlimited run's.
-// The hook counts copies as they are submitted, so no trial depends on which copy finishes first.
+// its peak swaps through pinned host memory; dropping 2 MiB of one swap-in, or delaying them past
+// their consumer (SIMGPU_FAULT_DELAY_COPY), must change the final checksum in every trial, and
+// the same runs without a hook must reproduce the unlimited run's. The hooks count copies as they
+// are submitted, so no trial depends on which copy finishes first.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -44,11 +45,11 @@ class CopyFaultTest : public ::testing::Test {
     limit_ = Peak(reference_) / 4;
     ASSERT_GT(limit_, 0u);
   }
-  CapturedRun Limited(const std::string& hook) {
+  CapturedRun Limited(const std::string& hook, const char* variable = "SIMGPU_FAULT_DROP_COPY") {
     auto env = ShimEnv("/nonexistent/c.sock");  // no daemon: the safety net swaps
     env["SIMGPU_MEMORY"] = std::to_string(limit_ + (16u << 20));
     env["CHAMELEON_DEVICE_LIMIT"] = std::to_string(limit_);
-    if (!hook.empty()) env["SIMGPU_FAULT_DROP_COPY"] = hook;
+    if (!hook.empty()) env[variable] = hook;
     return RunCapturingStderr(kArgs, env, 120000);
   }
   CapturedRun reference_;
@@ -65,6 +66,16 @@ TEST_F(CopyFaultTest, ShouldChangeTheChecksumInEveryTrialWhenOneSwapInLosesTwoMi
   for (int trial = 0; trial < 3; ++trial) {
     // The third host-to-device copy of 2 MiB or more out of pinned host memory: a swap-in piece.
     const CapturedRun r = Limited("3:2MiB");
+    ASSERT_EQ(r.status, 0) << r.err;
+    ASSERT_FALSE(Checksum(r).empty()) << r.err;
+    EXPECT_NE(Checksum(r), Checksum(reference_)) << "trial " << trial;
+  }
+}
+
+TEST_F(CopyFaultTest, ShouldChangeTheChecksumInEveryTrialWhenOneSwapInLandsAfterItsConsumer) {
+  for (int trial = 0; trial < 3; ++trial) {
+    // The same swap-in piece; its middle 2 MiB reach the device only when a copy reads them.
+    const CapturedRun r = Limited("3:2MiB", "SIMGPU_FAULT_DELAY_COPY");
     ASSERT_EQ(r.status, 0) << r.err;
     ASSERT_FALSE(Checksum(r).empty()) << r.err;
     EXPECT_NE(Checksum(r), Checksum(reference_)) << "trial " << trial;

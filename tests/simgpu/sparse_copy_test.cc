@@ -1,7 +1,7 @@
 // Sparse simulated memory through the driver API (docs/simgpu.md, "Memory model"): copies keep
 // every written byte and read zeros elsewhere, never-written memory costs no host RAM however
-// often it is copied, zero memsets give pages back, and the test-only copy fault hook drops
-// exactly the 2 MiB it names.
+// often it is copied, zero memsets give pages back, and the test-only copy fault hooks drop, or
+// delay past their consumers, exactly the 2 MiB they name.
 #include <sys/mman.h>
 
 #include <cstring>
@@ -173,6 +173,59 @@ TEST_F(SparseCopyTest, FaultHookShouldDropTheMiddleTwoMiBOfTheChosenPinnedHostTo
     }
     EXPECT_EQ(stale, i == 2 ? 2 * kMiB : 0u);
   }
+}
+
+TEST_F(SparseCopyTest, DelayHookShouldLandTheMiddleTwoMiBOnlyAfterAKernelConsumedTheOldBytes) {
+  setenv("SIMGPU_FAULT_DELAY_COPY", "1:4MiB", 1);
+  Init();
+  const std::size_t n = 6 * kMiB;
+  const int floats = static_cast<int>(n / sizeof(float));
+  void* pinned = nullptr;
+  ASSERT_CU(cuMemHostAlloc(&pinned, n, 0));
+  std::vector<float> ones(n / sizeof(float), 1.0f);
+  std::memcpy(pinned, ones.data(), n);
+  CUdeviceptr target = 0, sum = 0;
+  ASSERT_CU(cuMemAlloc(&target, n));
+  ASSERT_CU(cuMemAlloc(&sum, n));
+  ASSERT_CU(cuMemsetD32(target, 0x40000000u, n / 4));  // 2.0f: the old bytes
+  ASSERT_CU(cuMemsetD8(sum, 0, n));
+  CUstream copies = nullptr, compute = nullptr;
+  ASSERT_CU(cuStreamCreate(&copies, CU_STREAM_NON_BLOCKING));
+  ASSERT_CU(cuStreamCreate(&compute, CU_STREAM_NON_BLOCKING));
+  CUevent done = nullptr;
+  ASSERT_CU(cuEventCreate(&done, CU_EVENT_DISABLE_TIMING));
+  // A swap-in as the shim issues it: the copy, an event, the consumer waiting on the event.
+  ASSERT_CU(cuMemcpyHtoDAsync(target, pinned, n, copies));  // the chosen copy
+  ASSERT_CU(cuEventRecord(done, copies));
+  ASSERT_CU(cuStreamWaitEvent(compute, done, 0));
+  void* args[] = {&sum, &target, const_cast<int*>(&floats)};
+  ASSERT_CU(cuLaunchKernel(Fn("add"), 1, 1, 1, 1, 1, 1, 0, compute, args, nullptr));
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(cuEventQuery(done), CUDA_SUCCESS);  // the copy completed for its waiters
+  // The consumer read the old bytes in the middle 2 MiB and the new ones elsewhere ...
+  std::vector<float> back(n / sizeof(float));
+  ASSERT_CU(cuMemcpyDtoH(back.data(), sum, n));
+  std::size_t stale = 0;
+  for (std::size_t j = 0; j < back.size(); ++j) {
+    const bool middle = j * sizeof(float) >= 2 * kMiB && j * sizeof(float) < 4 * kMiB;
+    ASSERT_EQ(back[j], middle ? 2.0f : 1.0f) << "float " << j;
+    stale += middle;
+  }
+  EXPECT_EQ(stale * sizeof(float), 2 * kMiB);
+  // ... and the first copy that reads the range finds the right bytes there.
+  ASSERT_CU(cuMemcpyDtoH(back.data(), target, n));
+  for (std::size_t j = 0; j < back.size(); ++j) ASSERT_EQ(back[j], 1.0f) << "float " << j;
+}
+
+TEST_F(SparseCopyTest, FaultHooksShouldRefuseToBeSetTogether) {
+  setenv("SIMGPU_FAULT_DROP_COPY", "1:4MiB", 1);
+  setenv("SIMGPU_FAULT_DELAY_COPY", "2:4MiB", 1);
+  EXPECT_EQ(cuInit(0), CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_F(SparseCopyTest, DelayHookShouldRejectAMalformedSetting) {
+  setenv("SIMGPU_FAULT_DELAY_COPY", "3", 1);
+  EXPECT_EQ(cuInit(0), CUDA_ERROR_INVALID_VALUE);
 }
 
 TEST_F(SparseCopyTest, FaultHookShouldRejectAMalformedSetting) {
