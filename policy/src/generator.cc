@@ -112,6 +112,7 @@ GenerateResult GeneratePlan(const Profile& profile, const GeneratorOptions& opti
   // their order on the shim's one in-stream decides when the first use can run; the paper's
   // model places each swap-in just in time on its own.
   if (best.max_excess <= 0 && options.release_at_issue) {
+    detail::DropSwapsRedundantUntilUse(plan.memory_before, limit, &plan.swaps);
     detail::OrderSwapInsByUse(plan.memory_before, limit, &plan.swaps);
   }
   Summarise(&plan);

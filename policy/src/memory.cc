@@ -76,29 +76,35 @@ std::vector<std::uint64_t> ReplayMemory(const Profile& profile) { return ReplayM
 std::vector<std::uint64_t> ReplayMemory(const Profile& profile, std::uint64_t chunk_bytes,
                                         std::uint64_t min_bytes) {
   const std::size_t n = profile.ops.size();
-  // Difference arrays: `during` counts a tensor's device bytes at alloc_op..free_op, `after` its
-  // own bytes at alloc_op..free_op-1 (after its free op it is gone), to be compared with
-  // bytes_live_after, which counts requested sizes.
+  // Difference arrays over alloc_op..free_op (both ends included, as bytes_live_after counts a
+  // tensor: docs/profile-format.md): `during` in device bytes (chunk-rounded), `requested` in the
+  // tensors' own sizes, to be compared with bytes_live_after, which counts requested sizes. What
+  // the measurement holds beyond the tracked tensors is untracked memory (workspaces, the
+  // allocator's slack). Comparing with the tensors still live *after* the op instead charged
+  // every tensor freed at op i twice there: a phantom spike of the freed bytes at each free op,
+  // 3.1 GB at the op that frees GPT-2 XL's gradients (the plan then swapped 6.2 GB for a
+  // 2.5 GB excess).
   std::vector<std::int64_t> during(n + 1, 0);
-  std::vector<std::int64_t> after(n + 1, 0);
+  std::vector<std::int64_t> requested(n + 1, 0);
   for (const ProfileTensor& t : profile.tensors) {
     const auto bytes = static_cast<std::int64_t>(t.bytes);
     const auto device = static_cast<std::int64_t>(DeviceBytes(t, chunk_bytes, min_bytes));
     const std::size_t begin = t.alloc_op < 0 ? 0 : static_cast<std::size_t>(t.alloc_op);
-    const std::size_t free_op = t.free_op < 0 ? n : static_cast<std::size_t>(t.free_op);
+    const std::size_t end =
+        t.free_op < 0 ? n : std::min(static_cast<std::size_t>(t.free_op) + 1, n);
     during[begin] += device;
-    during[std::min(free_op + 1, n)] -= device;
-    after[begin] += bytes;
-    after[free_op] -= bytes;
+    during[end] -= device;
+    requested[begin] += bytes;
+    requested[end] -= bytes;
   }
   std::vector<std::uint64_t> mem(n);
   std::int64_t tracked = 0;
-  std::int64_t tracked_after = 0;
+  std::int64_t tracked_requested = 0;
   for (std::size_t i = 0; i < n; ++i) {
     tracked += during[i];
-    tracked_after += after[i];
+    tracked_requested += requested[i];
     const auto seen = static_cast<std::int64_t>(profile.ops[i].bytes_live_after);
-    const std::int64_t untracked = seen > tracked_after ? seen - tracked_after : 0;
+    const std::int64_t untracked = seen > tracked_requested ? seen - tracked_requested : 0;
     mem[i] = static_cast<std::uint64_t>(tracked + untracked);
   }
   return mem;

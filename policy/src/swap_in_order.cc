@@ -11,7 +11,78 @@ std::int64_t DeviceBytesOf(const PlannedSwap& s) {
   return static_cast<std::int64_t>(s.device_bytes != 0 ? s.device_bytes : s.bytes);
 }
 
+// Adds `bytes` to the ops of [first, end) folded onto one iteration of `n` ops (end - first <= n).
+void AddFolded(ExcessTree* tree, std::size_t n, std::uint32_t first, std::uint32_t end,
+               std::int64_t bytes) {
+  if (end <= first) return;
+  if (first >= n) first -= std::uint32_t(n), end -= std::uint32_t(n);
+  if (end <= n) {
+    tree->Add(first, end - 1, bytes);
+  } else {
+    tree->Add(first, std::uint32_t(n) - 1, bytes);
+    tree->Add(0, end - std::uint32_t(n) - 1, bytes);
+  }
+}
+
 }  // namespace
+
+std::size_t DropSwapsRedundantUntilUse(const std::vector<std::uint64_t>& memory_before,
+                                       std::int64_t limit, std::vector<PlannedSwap>* swaps) {
+  const std::size_t n = memory_before.size();
+  if (n == 0 || swaps->empty()) return 0;
+  // The swaps OrderSwapInsByUse re-issues (swap-in and use in one iteration); the others keep
+  // their swap-in op, so only their placed relief counts. A range longer than an iteration is
+  // left alone too (hand-made plans only).
+  const auto usable = [n](const PlannedSwap& s) {
+    return (s.in_start_op < n) == (s.use_op < n) && s.free_from_op <= s.in_start_op &&
+           s.in_start_op <= s.use_op && s.use_op - s.free_from_op <= n;
+  };
+  std::vector<std::int64_t> excess(n);
+  for (std::size_t i = 0; i < n; ++i)
+    excess[i] = static_cast<std::int64_t>(memory_before[i]) - limit;
+  ExcessTree tree(excess);
+  for (const PlannedSwap& s : *swaps) {
+    if (usable(s)) {
+      AddFolded(&tree, n, s.free_from_op, s.use_op, -DeviceBytesOf(s));
+    } else {
+      AddFolded(&tree, n, s.free_from_op, s.in_start_op, -DeviceBytesOf(s));
+    }
+  }
+  if (tree.Max() > 0) return 0;  // not a plan that fits: nothing to judge redundancy by
+  std::vector<std::uint32_t> order;
+  for (std::uint32_t i = 0; i < swaps->size(); ++i) {
+    if (usable((*swaps)[i])) order.push_back(i);
+  }
+  const auto placed = [&](std::uint32_t i) {
+    return (*swaps)[i].in_start_op - (*swaps)[i].free_from_op;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    if (placed(a) != placed(b)) return placed(a) < placed(b);
+    return DeviceBytesOf((*swaps)[a]) > DeviceBytesOf((*swaps)[b]);
+  });
+  std::vector<bool> drop(swaps->size(), false);
+  for (std::uint32_t i : order) {
+    const PlannedSwap& s = (*swaps)[i];
+    AddFolded(&tree, n, s.free_from_op, s.use_op, DeviceBytesOf(s));
+    if (tree.Max() <= 0) {
+      drop[i] = true;
+      continue;
+    }
+    AddFolded(&tree, n, s.free_from_op, s.use_op, -DeviceBytesOf(s));  // needed after all
+  }
+  std::size_t dropped = 0;
+  std::vector<PlannedSwap> kept;
+  kept.reserve(swaps->size());
+  for (std::size_t i = 0; i < swaps->size(); ++i) {
+    if (drop[i]) {
+      ++dropped;
+    } else {
+      kept.push_back((*swaps)[i]);
+    }
+  }
+  *swaps = std::move(kept);
+  return dropped;
+}
 
 std::vector<std::uint64_t> MemoryAfter(const std::vector<std::uint64_t>& before,
                                        const std::vector<PlannedSwap>& swaps) {

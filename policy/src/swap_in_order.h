@@ -24,6 +24,18 @@ namespace chameleon::policy::detail {
 std::size_t OrderSwapInsByUse(const std::vector<std::uint64_t>& memory_before, std::int64_t limit,
                               std::vector<PlannedSwap>* swaps);
 
+/// Drops the swaps a plan does not need once every swap's bytes may stay off until its use —
+/// the relief OrderSwapInsByUse starts from before it issues swap-ins as early as memory
+/// allows. The search places each swap-in right after the last op still over the limit at
+/// that moment, so a swap placed late relieves only what the earlier ones left (on an LLM
+/// step, the tail of the optimizer phase) while it moves its whole tensor across the link in
+/// both directions. Tried shortest placed relief first, larger first among equals; a swap goes
+/// when every op still fits (`limit`, per-op memory without swaps = `memory_before`) with the
+/// others off from their free op to their use. Returns how many were dropped. Call before
+/// OrderSwapInsByUse. O(swaps · log ops).
+std::size_t DropSwapsRedundantUntilUse(const std::vector<std::uint64_t>& memory_before,
+                                       std::int64_t limit, std::vector<PlannedSwap>* swaps);
+
 /// Per-op memory with `swaps` applied (their [free_from, in_start) folded onto one iteration).
 std::vector<std::uint64_t> MemoryAfter(const std::vector<std::uint64_t>& before,
                                        const std::vector<PlannedSwap>& swaps);

@@ -136,7 +136,9 @@ void Builder::FillLiveBytes() {
   std::vector<std::int64_t> diff(n + 1, 0);
   for (const ProfileTensor& t : p_.tensors) {
     const std::size_t begin = t.alloc_op < 0 ? 0 : static_cast<std::size_t>(t.alloc_op);
-    const std::size_t end = t.free_op < 0 ? n : static_cast<std::size_t>(t.free_op);
+    // Freed just after free_op: still counted there (docs/profile-format.md).
+    const std::size_t end =
+        t.free_op < 0 ? n : std::min(static_cast<std::size_t>(t.free_op) + 1, n);
     diff[begin] += static_cast<std::int64_t>(t.bytes);
     diff[end] -= static_cast<std::int64_t>(t.bytes);
   }

@@ -32,14 +32,15 @@ std::vector<std::int64_t> ExecutorReplay(const Profile& p, const std::vector<Pla
   std::vector<std::int64_t> mem(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
     const auto op = static_cast<std::int64_t>(i);
-    std::int64_t device = 0, requested_after = 0;
+    std::int64_t device = 0, requested = 0;
     for (const ProfileTensor& t : p.tensors) {
-      if (t.alloc_op > op) continue;
-      if (t.free_op < 0 || op <= t.free_op) device += rounded(t);
-      if (t.free_op < 0 || op < t.free_op) requested_after += static_cast<std::int64_t>(t.bytes);
+      if (t.alloc_op > op || (t.free_op >= 0 && op > t.free_op)) continue;
+      device += rounded(t);
+      requested += static_cast<std::int64_t>(t.bytes);
     }
+    // bytes_live_after counts a tensor up to and including its free op (profile-format.md).
     const auto seen = static_cast<std::int64_t>(p.ops[i].bytes_live_after);
-    mem[i] = device + std::max<std::int64_t>(0, seen - requested_after);
+    mem[i] = device + std::max<std::int64_t>(0, seen - requested);
     for (const PlannedSwap& s : swaps) {
       const bool off = (s.out_after_op < i && i < s.in_start_op) ||
                        (s.out_after_op < i + n && i + n < s.in_start_op);
@@ -85,8 +86,9 @@ Profile ThreeMiBTensors() {
   for (std::uint32_t t = 0; t < p.tensors.size(); ++t) {
     for (std::uint32_t u : p.tensors[t].uses) p.ops[u].reads.push_back(t);
   }
-  // bytes_live_after counts requested sizes (the shim's device_bytes_live): nothing untracked.
-  const std::uint64_t after[] = {7, 12, 12, 12, 7, 4};
+  // bytes_live_after counts requested sizes (the shim's device_bytes_live), a tensor up to and
+  // including its free op (docs/profile-format.md): nothing untracked.
+  const std::uint64_t after[] = {7, 12, 12, 12, 12, 7};
   for (std::size_t i = 0; i < 6; ++i) p.ops[i].bytes_live_after = after[i] * kMiB;
   return p;
 }

@@ -19,26 +19,23 @@ inline bool OffAt(const PlannedSwap& s, std::size_t i, std::size_t n) {
 }
 
 /// Device bytes during each op: tensors with alloc_op <= i <= free_op, plus untracked bytes
-/// (bytes_live_after above what tensors explain after op i), minus bytes off the device per the
-/// plan's swaps ([free_from_op, in_start_op)).
+/// (bytes_live_after above what the same tensors explain: it counts a tensor up to and including
+/// its free op, docs/profile-format.md), minus bytes off the device per the plan's swaps
+/// ([free_from_op, in_start_op)).
 inline std::vector<std::int64_t> ReplayWithPlan(const Profile& p,
                                                 const std::vector<PlannedSwap>& swaps) {
   const std::size_t n = p.ops.size();
   std::vector<std::int64_t> mem(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
     std::int64_t during = 0;
-    std::int64_t after = 0;
     for (const ProfileTensor& t : p.tensors) {
       const bool started = t.alloc_op <= static_cast<std::int64_t>(i);
       if (started && (t.free_op < 0 || static_cast<std::int64_t>(i) <= t.free_op)) {
         during += static_cast<std::int64_t>(t.bytes);
       }
-      if (started && (t.free_op < 0 || static_cast<std::int64_t>(i) < t.free_op)) {
-        after += static_cast<std::int64_t>(t.bytes);
-      }
     }
     const auto seen = static_cast<std::int64_t>(p.ops[i].bytes_live_after);
-    mem[i] = during + (seen > after ? seen - after : 0);
+    mem[i] = during + (seen > during ? seen - during : 0);
     for (const PlannedSwap& s : swaps) {
       if (OffAt(s, i, n)) mem[i] -= static_cast<std::int64_t>(s.bytes);
     }

@@ -78,6 +78,30 @@ TEST(PolicyPhases, ShouldCallAnIterationWithoutReuseForwardOnly) {
   for (Phase ph : DetectPhases(p)) EXPECT_EQ(ph, Phase::kForward);
 }
 
+TEST(PolicyMemory, ShouldNotCountATensorTwiceAtItsFreeOp) {
+  // The profile format counts a tensor in bytes_live_after up to and including its free op: the
+  // documented example (docs/profile-format.md) has nothing untracked, so replay gives exactly
+  // bytes_live_after.
+  Profile p;
+  p.iteration_s = 1;
+  p.ops.resize(3);
+  const auto tensor = [&](std::uint64_t bytes, std::int32_t alloc, std::int32_t free) {
+    ProfileTensor t;
+    t.bytes = bytes;
+    t.alloc_op = alloc;
+    t.free_op = free;
+    p.tensors.push_back(t);
+  };
+  tensor(32, -1, -1);
+  tensor(32, 0, 1);
+  tensor(64, 1, 2);
+  tensor(16, 2, 2);
+  p.ops[0].bytes_live_after = 64;
+  p.ops[1].bytes_live_after = 128;
+  p.ops[2].bytes_live_after = 112;
+  EXPECT_EQ(ReplayMemory(p), (std::vector<std::uint64_t>{64, 128, 112}));
+}
+
 TEST(PolicyMemory, ShouldCountUntrackedBytesAsUnswappable) {
   Profile p;
   p.iteration_s = 1;
@@ -89,7 +113,7 @@ TEST(PolicyMemory, ShouldCountUntrackedBytesAsUnswappable) {
   t.uses = {0, 1};
   p.tensors.push_back(t);
   p.ops[0].bytes_live_after = 100;
-  p.ops[1].bytes_live_after = 30;  // freed after op 1; 30 bytes nobody explains
+  p.ops[1].bytes_live_after = 130;  // the tensor (freed after op 1) and 30 bytes nobody explains
   p.ops[2].bytes_live_after = 30;
   EXPECT_EQ(ReplayMemory(p), (std::vector<std::uint64_t>{100, 130, 30}));
   const auto mrl = MemoryReductionList(ReplayMemory(p), 110);

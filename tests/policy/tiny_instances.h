@@ -33,13 +33,14 @@ struct Instance {
   GeneratorOptions options;
 };
 
-/// Tracked bytes live after op i (free_op exclusive), for bytes_live_after.
+/// Tracked bytes live at op i (free_op included, as docs/profile-format.md defines
+/// bytes_live_after), sometimes plus 50 untracked bytes.
 inline void FillLiveAfter(Profile* p, TestRng* rng, std::uint32_t untracked_percent) {
   for (std::size_t i = 0; i < p->ops.size(); ++i) {
     std::uint64_t after = 0;
     for (const ProfileTensor& t : p->tensors) {
       if (t.alloc_op <= static_cast<std::int64_t>(i) &&
-          (t.free_op < 0 || static_cast<std::int64_t>(i) < t.free_op)) {
+          (t.free_op < 0 || static_cast<std::int64_t>(i) <= t.free_op)) {
         after += t.bytes;
       }
     }
