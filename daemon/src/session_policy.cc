@@ -210,6 +210,12 @@ ClientSession::TakeGeneration(std::uint32_t* index) {
   // the plan's last bytes of headroom turn into OOM evictions there. The shim does not report
   // its chunk size yet; its default is the VMM granularity.
   if (options.chunk_bytes == 0) options.chunk_bytes = kShimChunkBytes;
+  // A plan that fills the limit to the byte overflows it by what the profile does not show (the
+  // executor's high-water mark at a quarter of the small trainer's peak: 0.1 MB over the limit,
+  // and 62 evictions and fault-ins every steady step). Two chunks are kept free unless the
+  // configuration names its own reserve (docs/policy.md, "Reserve").
+  if (options.reserve_bytes == 0 && options.device_limit_bytes > 8 * options.chunk_bytes)
+    options.reserve_bytes = 2 * options.chunk_bytes;
   options.release_at_issue = true;
   options = WithHostLink(options);
   // Pointer-table targets unswappable.
