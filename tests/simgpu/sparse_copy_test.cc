@@ -189,6 +189,7 @@ TEST_F(SparseCopyTest, DelayHookShouldLandTheMiddleTwoMiBOnlyAfterAKernelConsume
   ASSERT_CU(cuMemAlloc(&sum, n));
   ASSERT_CU(cuMemsetD32(target, 0x40000000u, n / 4));  // 2.0f: the old bytes
   ASSERT_CU(cuMemsetD8(sum, 0, n));
+  ASSERT_CU(cuCtxSynchronize());  // the streams below do not wait for the legacy stream's memsets
   CUstream copies = nullptr, compute = nullptr;
   ASSERT_CU(cuStreamCreate(&copies, CU_STREAM_NON_BLOCKING));
   ASSERT_CU(cuStreamCreate(&compute, CU_STREAM_NON_BLOCKING));
