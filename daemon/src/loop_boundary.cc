@@ -86,6 +86,7 @@ bool LoopBoundary::TryPattern(std::uint32_t token, const std::string& name) {
     }
     pattern_ = true;
     tracker_.emplace(std::vector<std::uint32_t>{token}, options_);
+    found_at_iteration_ = 0;
     history_.clear();
     history_.shrink_to_fit();
     return true;
@@ -125,6 +126,7 @@ bool LoopBoundary::Install(const std::optional<Boundary>& boundary,
   for (std::size_t i = snapshot_ops; i < history_.size(); ++i) {
     if (tracker_->Add(history_[i])) on_iteration(tracker_->last_event());
   }
+  found_at_iteration_ = tracker_->iterations();
   history_.clear();
   history_.shrink_to_fit();
   return true;

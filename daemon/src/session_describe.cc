@@ -64,7 +64,8 @@ void ClientSession::Describe(bool detailed, nlohmann::json* out) const {
                    {"source", loop_.pattern() ? "pattern" : (tracker ? "detected" : "none")},
                    {"losses", loop_.losses()},
                    {"replaced", loop_.replaced()},
-                   {"history_ops", loop_.history_ops()}};
+                   {"history_ops", loop_.history_ops()},
+                   {"found_at_iteration", loop_.found_at_iteration()}};
   nlohmann::json shift_log = nlohmann::json::array();
   if (tracker) {
     for (std::uint64_t index : tracker->shift_log()) shift_log.push_back(index);

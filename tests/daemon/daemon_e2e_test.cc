@@ -131,11 +131,16 @@ TEST_F(TrainerTest, ReachesStableWithinMPlusNPlusThreeWithTheTrainersStepLength)
   ASSERT_GT(ops_per_step, 8u);
   ASSERT_TRUE(d.is_object());
   EXPECT_EQ(d["iteration_ops"].get<std::uint64_t>(), ops_per_step) << d.dump(2);
-  // Issue 18: m + n + 3, the candidates measured within about GEN_POLICY's own steps (a hold
-  // released between two steps is STABLE at once: docs/detection.md §4).
+  // Issue 18: STABLE within m + n + 3 iterations of the first detected boundary, the candidates
+  // measured within about GEN_POLICY's own steps (a hold released between two steps is STABLE
+  // at once: docs/detection.md §4). Counted from the boundary, not from the start: the iteration
+  // at which detection answers depends on how far the trainer ran meanwhile (3 to 5 here).
   const int limit = options_.detection.stage_m + options_.detection.stage_n + 3;
-  EXPECT_GT(d["stable_at_iteration"].get<int>(), 0) << d.dump(2);
-  EXPECT_LE(d["stable_at_iteration"].get<int>(), limit) << d.dump(2);
+  const int found_at = d["boundary"]["found_at_iteration"].get<int>();
+  EXPECT_GT(d["stable_at_iteration"].get<int>(), found_at) << d.dump(2);
+  EXPECT_LE(d["stable_at_iteration"].get<int>() - found_at, limit) << d.dump(2);
+  std::printf("boundary in force after iteration %d, STABLE at iteration %d\n", found_at,
+              d["stable_at_iteration"].get<int>());
   EXPECT_EQ(d["shifts"].get<int>(), 0);
   EXPECT_GT(d["records"]["iteration_marks"].get<int>(), 0);
   EXPECT_GT(d["iteration_s"].get<double>(), 0);

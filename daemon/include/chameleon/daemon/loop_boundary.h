@@ -58,6 +58,10 @@ class LoopBoundary {
   std::uint64_t iterations() const {
     return iterations_before_ + (tracker_ ? tracker_->iterations() : 0);
   }
+  /// Iterations the tracker had cut when the boundary came into force (the detected history
+  /// replayed; 0 for a pattern's): the tracker's first_stable_iteration() counts on the same
+  /// scale, so their difference is how long the stages took from the first boundary (issue 18).
+  std::uint64_t found_at_iteration() const { return found_at_iteration_; }
   std::uint64_t period() const { return period_; }
   std::uint64_t losses() const { return losses_; }
   /// Detected boundaries a pattern replaced.
@@ -80,6 +84,7 @@ class LoopBoundary {
   bool in_flight_ = false;
   bool pattern_ = false;
   std::uint64_t period_ = 0;
+  std::uint64_t found_at_iteration_ = 0;
   std::optional<IterationTracker> tracker_;
   std::uint64_t losses_ = 0;
   std::uint64_t replaced_ = 0;
