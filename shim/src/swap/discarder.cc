@@ -31,6 +31,14 @@ void Discarder::StaleChunks(CUdeviceptr va, const std::vector<std::uint32_t>& ch
   }
 }
 
+void Discarder::Overwritten(const std::vector<std::uint32_t>& chunks, std::size_t first,
+                            std::size_t count) const {
+  ChunkPool& pool = *base_.chunks;
+  const std::size_t end = first + count < chunks.size() ? first + count : chunks.size();
+  for (std::size_t i = first; i < end; ++i)
+    if (pool.stale(chunks[i])) pool.set_discarded(chunks[i]);
+}
+
 void Discarder::Buffer(const void* ptr, std::size_t bytes, CUstream stream) const {
   Discard(reinterpret_cast<CUdeviceptr>(ptr), bytes, stream);
 }

@@ -34,6 +34,12 @@ class Discarder {
   /// blocking streams, which the allocation itself does not.
   void StaleChunks(CUdeviceptr va, const std::vector<std::uint32_t>& chunks, std::size_t first,
                    std::size_t count, CUstream stream) const;
+  /// Marks chunks[first, first + count) as holding no stale bytes without discarding them: a
+  /// swap-in copy about to be issued writes each of them whole, and on simgpu a copy already
+  /// turns the destination bytes opposite its source's holes into holes (docs/simgpu.md), so a
+  /// discard first would only punch and zap the same range twice.
+  void Overwritten(const std::vector<std::uint32_t>& chunks, std::size_t first,
+                   std::size_t count) const;
   /// Discards [ptr, ptr + bytes) (a swap buffer whose copy is no longer needed) on `stream`.
   void Buffer(const void* ptr, std::size_t bytes, CUstream stream) const;
 

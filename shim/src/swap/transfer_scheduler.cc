@@ -71,11 +71,15 @@ CUresult TransferScheduler::CopyIn(Allocation* a, const std::vector<Fence*>& wai
       if (f && f != waited) base_.api->stream_wait_event(in_, f->event, 0);
       if (f) waited = f;
     }
-    // The piece's reused chunks held someone else's bytes: drop them (after their previous
-    // users, before the copy), so that the tail past a->bytes is not kept, nor copied later.
-    discard_.StaleChunks(a->va, a->chunks, i, piece, in_);
+    // The piece's reused chunks held someone else's bytes. The copy below overwrites every chunk
+    // it covers whole; only a last chunk that the tensor fills in part keeps a stale tail past
+    // a->bytes, which is dropped (after its previous users, before the copy) so that it is not
+    // kept, nor copied later.
     const std::size_t off = i * chunk;
     const std::size_t n = std::min(piece * chunk, a->bytes - off);
+    const std::size_t whole = n / chunk;
+    discard_.Overwritten(a->chunks, i, whole);
+    discard_.StaleChunks(a->va, a->chunks, i + whole, piece - whole, in_);
     const CUresult r =
         CopyInPiece(a->va + off, static_cast<const char*>(a->host) + off, n, !a->where.host());
     if (r != CUDA_SUCCESS) return r;

@@ -1,6 +1,7 @@
 // Discarder on simgpu (shim/src/swap/discarder.h): an allocation served by a freed range or by
 // reused chunks gets them without the dead bytes (zeros, pages released, discarded_bytes), a
-// swap-in into reused chunks and the host buffer it read are discarded after their last use, a
+// swap-in writes reused chunks whole without leaving their old bytes (no discard needed), the
+// host buffer it read is discarded after its last use, a
 // reclaim (live bytes) is never discarded, and every tensor's data comes back the same with the
 // discard entry point and without it (as on a real driver).
 #include <sys/mman.h>
@@ -103,9 +104,36 @@ TEST_F(DiscarderTest, ShouldNotDiscardChunksAReclaimTakesBack) {
 
 TEST_F(DiscarderTest, ShouldKeepEveryByteThroughSwapsWithTheDiscardAndCountIt) {
   ASSERT_NE(api_.mem_discard_async, nullptr);  // simgpu exports it
-  // In chunks: b's allocation on a's old ones (2); a's swap-in into b's old ones (2) and a's
-  // host buffer once read (2); b's swap-in into a's (2) and b's host buffer once read (2).
-  EXPECT_EQ(RoundTrip(), 10 * kChunk);
+  // In chunks: b's allocation on a's old ones (2); a's host buffer once read (2); b's host buffer
+  // once read (2). The swap-ins into each other's old chunks write them whole: not discarded.
+  EXPECT_EQ(RoundTrip(), 6 * kChunk);
+}
+
+TEST_F(DiscarderTest, ShouldLeaveNoStaleBytesWhereASwapInWritesReusedChunksWhole) {
+  StartParts(/*limit=*/2 * kChunk);
+  // a: two chunks of which one byte was ever written (sparse, like a sampled tensor).
+  CUdeviceptr a_ptr = 0;
+  sw::AllocId a_id = 0;
+  ASSERT_CU(allocator_->Allocate(2 * kChunk, compute_, &a_ptr, &a_id, nullptr));
+  const unsigned char mark = 0x5C;
+  ASSERT_CU(ctx_sync_());
+  ASSERT_CU(htod_(a_ptr + kChunk + 17, &mark, 1));
+  ASSERT_CU(transfers_->SwapOut(table_.Get(a_id), compute_));
+  // b takes a's chunks and writes every byte of them; a's swap-in then lands on b's old chunks.
+  sw::Allocation* b = NewFilled(2 * kChunk, 3);
+  ASSERT_NE(b, nullptr);
+  const std::uint64_t discarded_before = Count(counters_.discarded_bytes);
+  sw::Allocation* a = table_.Get(a_id);
+  ASSERT_CU(residency_->WaitResident(a, compute_));  // evicts b, copies a into b's chunks
+  ASSERT_CU(ctx_sync_());
+  // No discard of the chunks the copy writes whole (only a's host buffer, once read) ...
+  EXPECT_EQ(Count(counters_.discarded_bytes) - discarded_before, 2 * kChunk);
+  // ... and none of b's bytes are left in them: one written byte, one resident page.
+  EXPECT_EQ(ResidentPages(a->va, 2 * kChunk), 1u);
+  EXPECT_EQ(NonZero(a->va, 2 * kChunk), 1u);
+  unsigned char back = 0;
+  ASSERT_CU(dtoh_(&back, a->va + kChunk + 17, 1));
+  EXPECT_EQ(back, mark);
 }
 
 TEST_F(DiscarderTest, ShouldKeepEveryByteThroughSwapsWithoutTheDiscardEntryPoint) {
