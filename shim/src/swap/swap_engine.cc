@@ -8,7 +8,10 @@ namespace chameleon::shim::swap {
 
 SwapEngine::SwapEngine(const DriverApi& api, const SwapEngineOptions& options,
                        SwapCounters* counters)
-    : api_(api), options_(options), counters_(counters) {}
+    : api_(api),
+      options_(options),
+      counters_(counters),
+      device_limit_(options.device_limit_bytes) {}
 
 SwapEngine::~SwapEngine() {
   if (!side_) return;
@@ -190,14 +193,14 @@ bool SwapEngine::ReleaseBytes(std::uint64_t bytes) {
 void SwapEngine::SetDeviceLimit(std::uint64_t bytes) {
   std::lock_guard lock(mu_);
   options_.device_limit_bytes = bytes;
+  device_limit_.store(bytes, std::memory_order_relaxed);
   if (!chunks_) return;
   chunks_->set_limit_bytes(bytes);
   evictor_->Trim();
 }
 
 std::uint64_t SwapEngine::device_limit() const {
-  std::lock_guard lock(mu_);
-  return options_.device_limit_bytes;
+  return device_limit_.load(std::memory_order_relaxed);
 }
 
 std::uint64_t SwapEngine::chunk_bytes_in_use() const {
