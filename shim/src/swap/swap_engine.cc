@@ -64,9 +64,9 @@ CUresult SwapEngine::Init() {
     return r;
   }
   fences_ = std::make_unique<FencePool>(&api_);
-  chunks_ =
-      std::make_unique<ChunkPool>(&api_, fences_.get(), counters_, options_.device, chunk_bytes_,
-                                  options_.device_limit_bytes, options_.external_bytes);
+  chunks_ = std::make_unique<ChunkPool>(&api_, fences_.get(), counters_, options_.device,
+                                        chunk_bytes_, device_limit_.load(std::memory_order_relaxed),
+                                        options_.external_bytes);
   host_ = std::make_unique<HostPool>(&api_, counters_, options_.host_pool_cap_bytes, fences_.get());
   vmm_ = std::make_unique<VaMapper>(&api_, chunks_.get(), counters_, options_.device);
   const SwapBase base{&api_, fences_.get(), chunks_.get(), vmm_.get(), counters_};
@@ -192,7 +192,6 @@ bool SwapEngine::ReleaseBytes(std::uint64_t bytes) {
 
 void SwapEngine::SetDeviceLimit(std::uint64_t bytes) {
   std::lock_guard lock(mu_);
-  options_.device_limit_bytes = bytes;
   device_limit_.store(bytes, std::memory_order_relaxed);
   if (!chunks_) return;
   chunks_->set_limit_bytes(bytes);

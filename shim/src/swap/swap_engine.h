@@ -202,9 +202,10 @@ class SwapEngine {
   UseHistory history_;                        // Record lock-free; the rest under mu_
   std::atomic<std::uint32_t> position_{0};    // the latest op position RecordUses saw
   std::atomic<std::uint64_t> lent_bytes_{0};  // SetLentBytes; read by the Evictor
-  // options_.device_limit_bytes, readable without mu_: the client thread publishes it at every
-  // tick, and mu_ can be held for seconds (an unmap waiting for the device to drain its queue);
-  // a heartbeat stuck behind it made the daemon release a live client.
+  // The device limit in force (options_.device_limit_bytes until SetDeviceLimit changes it; the
+  // one copy), readable without mu_: the client thread publishes it at every tick, and mu_ can be
+  // held for seconds (an unmap waiting for the device to drain its queue); a heartbeat stuck
+  // behind it made the daemon release a live client. Written under mu_.
   std::atomic<std::uint64_t> device_limit_;
   // Built by Init (they need the granularity and the streams), each after what it uses, and
   // torn down in reverse by ~SwapEngine once the device is idle.
