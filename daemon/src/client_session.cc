@@ -220,14 +220,22 @@ bool ClientSession::HandleOp(std::uint32_t token, const ipc::RecordView& record)
   } else {
     recorder_.OpOutside(clock_.last_boundary());
   }
-  if (loop_.Remember(token)) {
-    // A few compares: the hold must be current when this op ends a step.
-    UpdateStageHold(drain_now_ns_);
-    IterationTracker& tracker = *loop_.tracker();
-    if (tracker.Add(token)) OnIteration(tracker.last_event());
-    if (loop_.CheckLost()) {
-      ForgetProfile();
-      Publish(nullptr);
+  switch (loop_.Remember(token)) {
+    case LoopBoundary::Route::kHistory:
+      break;
+    case LoopBoundary::Route::kConfirmed:
+      AnnounceBoundary();
+      break;
+    case LoopBoundary::Route::kTracker: {
+      // A few compares: the hold must be current when this op ends a step.
+      UpdateStageHold(drain_now_ns_);
+      IterationTracker& tracker = *loop_.tracker();
+      if (tracker.Add(token)) OnIteration(tracker.last_event());
+      if (loop_.CheckLost()) {
+        ForgetProfile();
+        Publish(nullptr);
+      }
+      break;
     }
   }
   return true;
@@ -236,13 +244,27 @@ bool ClientSession::HandleOp(std::uint32_t token, const ipc::RecordView& record)
 void ClientSession::InstallDetection(std::optional<Boundary> boundary,
                                      std::optional<IterationTracker> tracker,
                                      std::size_t snapshot_ops) {
-  if (!loop_.Install(boundary, std::move(tracker), snapshot_ops,
-                     [this](const IterationEvent& event) { OnIteration(event); })) {
-    return;
+  switch (loop_.Install(boundary, std::move(tracker), snapshot_ops,
+                        [this](const IterationEvent& event) { OnIteration(event); })) {
+    case LoopBoundary::Installed::kNo:
+      return;
+    case LoopBoundary::Installed::kPending:
+      spdlog::info(
+          "client {} (pid {}): boundary candidate of period {} ops from op {} of {}: pending "
+          "until it recurs past the history",
+          identity_.id, identity_.pid, boundary->period, boundary->first, snapshot_ops);
+      return;
+    case LoopBoundary::Installed::kYes:
+      AnnounceBoundary();
+      return;
   }
+}
+
+void ClientSession::AnnounceBoundary() {
+  const Boundary& boundary = *loop_.boundary();
   const IterationTracker& installed = *loop_.tracker();
   std::string names;
-  for (std::uint32_t token : boundary->signature) {
+  for (std::uint32_t token : boundary.signature) {
     auto it = names_.find(token);
     names += (names.empty() ? "" : " ") +
              (it != names_.end() ? it->second : "token " + std::to_string(token));
@@ -250,8 +272,8 @@ void ClientSession::InstallDetection(std::optional<Boundary> boundary,
   spdlog::info(
       "client {} (pid {}): iteration boundary detected: period {} ops, signature of {} "
       "op(s) [{}], confirmed over {} periods; {} iterations so far, stage {}",
-      identity_.id, identity_.pid, boundary->period, boundary->signature.size(), names,
-      boundary->confirmed, installed.iterations(), StageName(installed.stage()));
+      identity_.id, identity_.pid, boundary.period, boundary.signature.size(), names,
+      boundary.confirmed, installed.iterations(), StageName(installed.stage()));
   Publish(nullptr);
   if (installed.stage() != Stage::kWarmup && !recorder_.fresh()) {
     // The loop was already past WARMUP before we knew its boundary.

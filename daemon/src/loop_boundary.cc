@@ -18,6 +18,16 @@ constexpr std::size_t kGrowthDivisor = 4;
 /// quarter.
 constexpr std::size_t kRetrySmallHistoryOps = 1u << 16;
 constexpr std::uint64_t kDetectionRetryNs = 250'000'000;
+/// A boundary whose periodic part covers less of its history is pending. Half is the detector's
+/// own floor; between half and three quarters a partly seen first step ending in a run of
+/// identical layers (the backward pass of six layers after 42 forward ops, found in 84-113 ops)
+/// passes for a loop after a long set-up, and only the ops that follow tell them apart.
+constexpr double kFirmCoverage = 0.75;
+/// Iterations a pending boundary must cut past its history to come into force: the run of layers
+/// ends within one, a loop goes on.
+constexpr std::uint64_t kConfirmingIterations = 2;
+/// A pending signature not seen for this many periods is refuted (as a lost boundary).
+constexpr std::uint64_t kRejectPeriods = 4;
 
 }  // namespace
 
@@ -27,25 +37,60 @@ LoopBoundary::LoopBoundary(const ClientIdentity& who, const DetectionOptions& op
       recent_(kRecentOps, 0),
       next_detection_ops_(kFirstDetectionOps) {}
 
-bool LoopBoundary::Remember(std::uint32_t token) {
-  if (tracker_) {
+LoopBoundary::Route LoopBoundary::Remember(std::uint32_t token) {
+  if (tracker_ && !pending_) {
     recent_[recent_count_++ & (kRecentOps - 1)] = token;
-    return true;
+    return Route::kTracker;
   }
-  if (pattern_) return false;
   if (history_.size() >= options_.max_history_ops && !in_flight_) {
     // Keep the most recent half: a loop longer than the history cannot be detected anyway.
     history_.erase(history_.begin(), history_.begin() + history_.size() / 2);
     next_detection_ops_ = history_.size() + history_.size() / kGrowthDivisor;
   }
   history_.push_back(token);
-  return false;
+  if (!pending_) return Route::kHistory;
+  tracker_->Add(token);
+  WeighPending();
+  if (!tracker()) return Route::kHistory;
+  Confirm();
+  return Route::kConfirmed;
+}
+
+void LoopBoundary::WeighPending() {
+  if (tracker_->ops_since_boundary() > kRejectPeriods * boundary_->period) {
+    Reject();
+  } else if (tracker_->iterations() >= pending_from_iteration_ + kConfirmingIterations) {
+    pending_ = false;  // Confirm() once the ops being replayed are through
+  }
+}
+
+void LoopBoundary::Confirm() {
+  period_ = boundary_->period;
+  found_at_iteration_ = tracker_->iterations();
+  history_.clear();
+  history_.shrink_to_fit();
+}
+
+void LoopBoundary::Reject() {
+  spdlog::info(
+      "client {} (pid {}): the pending boundary (period {} ops) did not recur within {} periods; "
+      "detecting again over {} ops",
+      who_.id, who_.pid, boundary_->period, kRejectPeriods, history_.size());
+  ++rejected_;
+  pending_ = false;
+  tracker_.reset();
+  boundary_.reset();
+  // The history the boundary was found in, and what refuted it, is all kept: the next attempt
+  // sees where the run ended.
+  next_detection_ops_ =
+      std::max(history_.size(), last_detection_ops_ + last_detection_ops_ / kGrowthDivisor) + 1;
 }
 
 bool LoopBoundary::CheckLost() {
+  if (!tracker_ || pending_ || pattern_) return false;
   const std::uint64_t ops = tracker_->iteration_ops();
   const std::uint64_t limit = ops > 0 ? 4 * ops : options_.max_history_ops;
-  if (pattern_ || tracker_->ops_since_boundary() <= limit) return false;
+  if (tracker_->ops_since_boundary() <= limit) return false;
   spdlog::warn(
       "client {} (pid {}): boundary signature not seen for {} ops (iteration was {} ops); "
       "detecting again",
@@ -54,6 +99,7 @@ bool LoopBoundary::CheckLost() {
   shifts_before_ += tracker_->shifts();
   iterations_before_ += tracker_->iterations();
   tracker_.reset();
+  boundary_.reset();
   // Start the new history with the recent ops, oldest first.
   const std::size_t kept =
       static_cast<std::size_t>(std::min<std::uint64_t>(recent_count_, kRecentOps));
@@ -69,7 +115,7 @@ bool LoopBoundary::TryPattern(std::uint32_t token, const std::string& name) {
   if (pattern_) return false;
   for (const std::string& pattern : options_.boundary_patterns) {
     if (fnmatch(pattern.c_str(), name.c_str(), 0) != 0) continue;
-    if (tracker_) {
+    if (tracker_ && !pending_) {
       // The kernel appeared only after detection had settled on a period (a replayed trace's
       // once-per-step op comes after dozens of identical layers): the person who named it knows
       // the loop better than the detector.
@@ -85,6 +131,8 @@ bool LoopBoundary::TryPattern(std::uint32_t token, const std::string& name) {
                    who_.id, who_.pid, pattern, name, token);
     }
     pattern_ = true;
+    pending_ = false;
+    boundary_.reset();
     tracker_.emplace(std::vector<std::uint32_t>{token}, options_);
     found_at_iteration_ = 0;
     history_.clear();
@@ -110,26 +158,34 @@ std::vector<std::uint32_t> LoopBoundary::TakeSnapshot(std::uint64_t now_ns) {
   return history_;
 }
 
-bool LoopBoundary::Install(const std::optional<Boundary>& boundary,
-                           std::optional<IterationTracker> tracker, std::size_t snapshot_ops,
-                           const std::function<void(const IterationEvent&)>& on_iteration) {
+LoopBoundary::Installed LoopBoundary::Install(
+    const std::optional<Boundary>& boundary, std::optional<IterationTracker> tracker,
+    std::size_t snapshot_ops, const std::function<void(const IterationEvent&)>& on_iteration) {
   in_flight_ = false;
-  if (tracker_) return false;  // a pattern override won meanwhile
-  if (!boundary || !tracker || snapshot_ops > history_.size()) {
+  if (tracker_) return Installed::kNo;  // a pattern override won meanwhile
+  if (!boundary || !tracker || snapshot_ops > history_.size() || boundary->first >= snapshot_ops) {
     next_detection_ops_ =
         std::max(history_.size(), snapshot_ops + snapshot_ops / kGrowthDivisor) + 1;
-    return false;
+    return Installed::kNo;
   }
-  period_ = boundary->period;
+  boundary_ = boundary;
   tracker_ = std::move(tracker);
-  // The worker replayed the snapshot; the ops that arrived since go through the live path.
-  for (std::size_t i = snapshot_ops; i < history_.size(); ++i) {
+  pending_ = double(snapshot_ops - boundary->first) < kFirmCoverage * double(snapshot_ops);
+  pending_from_iteration_ = tracker_->iterations();
+  // The worker replayed the snapshot; the ops that arrived since go through the live path, where
+  // they may first settle a pending boundary either way.
+  std::size_t i = snapshot_ops;
+  for (; pending_ && i < history_.size(); ++i) {
+    tracker_->Add(history_[i]);
+    WeighPending();
+    if (!tracker_) return Installed::kNo;
+  }
+  if (pending_) return Installed::kPending;
+  for (; i < history_.size(); ++i) {
     if (tracker_->Add(history_[i])) on_iteration(tracker_->last_event());
   }
-  found_at_iteration_ = tracker_->iterations();
-  history_.clear();
-  history_.shrink_to_fit();
-  return true;
+  Confirm();
+  return Installed::kYes;
 }
 
 }  // namespace chameleon::daemon

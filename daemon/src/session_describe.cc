@@ -64,6 +64,8 @@ void ClientSession::Describe(bool detailed, nlohmann::json* out) const {
                    {"source", loop_.pattern() ? "pattern" : (tracker ? "detected" : "none")},
                    {"losses", loop_.losses()},
                    {"replaced", loop_.replaced()},
+                   {"pending", loop_.pending()},
+                   {"rejected", loop_.rejected()},
                    {"history_ops", loop_.history_ops()},
                    {"found_at_iteration", loop_.found_at_iteration()}};
   nlohmann::json shift_log = nlohmann::json::array();

@@ -15,14 +15,25 @@ class LoopBoundaryTest : public ::testing::Test {
   /// Feeds `tokens` as the session does: to the history, or to the tracker once there is one.
   void Feed(const std::vector<std::uint32_t>& tokens, std::size_t from, std::size_t to) {
     for (std::size_t i = from; i < to; ++i) {
-      if (!loop_.Remember(tokens[i])) continue;
+      const LoopBoundary::Route route = loop_.Remember(tokens[i]);
+      confirmed_ += route == LoopBoundary::Route::kConfirmed ? 1 : 0;
+      if (route != LoopBoundary::Route::kTracker) continue;
       if (loop_.tracker()->Add(tokens[i])) ++iterations_seen_;
       lost_ += loop_.CheckLost() ? 1 : 0;
     }
   }
 
+  /// Feeds `tokens` from `from` on, running detection whenever the boundary wants it, as the
+  /// daemon does when its worker answers before the next op.
+  void FeedDetecting(const std::vector<std::uint32_t>& tokens, std::size_t from) {
+    for (std::size_t i = from; i < tokens.size(); ++i) {
+      Feed(tokens, i, i + 1);
+      if (loop_.WantsDetection(0)) DetectAndInstall(0);
+    }
+  }
+
   /// What the daemon's worker does with a snapshot (server.cc, Jobs::Detect).
-  bool DetectAndInstall(std::uint64_t now_ns) {
+  LoopBoundary::Installed DetectAndInstall(std::uint64_t now_ns) {
     const std::vector<std::uint32_t> snapshot = loop_.TakeSnapshot(now_ns);
     std::optional<Boundary> boundary = DetectBoundary(snapshot, {});
     std::optional<IterationTracker> tracker;
@@ -39,6 +50,7 @@ class LoopBoundaryTest : public ::testing::Test {
   LoopBoundary loop_{who_, options_};
   int iterations_seen_ = 0;
   int lost_ = 0;
+  int confirmed_ = 0;
 };
 
 TEST_F(LoopBoundaryTest, TheFirstDetectionWaitsForSixtyFourOps) {
@@ -55,7 +67,8 @@ TEST_F(LoopBoundaryTest, AFailedDetectionWaitsForTheHistoryToGrowByAQuarter) {
   const auto stream = MakeLoop(LoopSpec{}, 10);
   Feed(stream.tokens, 0, 64);
   const auto snapshot = loop_.TakeSnapshot(0);
-  EXPECT_FALSE(loop_.Install(std::nullopt, std::nullopt, snapshot.size(), [](auto&) {}));
+  EXPECT_EQ(loop_.Install(std::nullopt, std::nullopt, snapshot.size(), [](auto&) {}),
+            LoopBoundary::Installed::kNo);
   Feed(stream.tokens, 64, 80);
   EXPECT_FALSE(loop_.WantsDetection(1));  // 80 < 64 + 16 + 1
   Feed(stream.tokens, 80, 81);
@@ -84,8 +97,9 @@ TEST_F(LoopBoundaryTest, ADetectedBoundaryReplaysTheOpsThatArrivedMeanwhile) {
   tracker.emplace(boundary->signature, options_);
   for (std::size_t i = boundary->first; i < snapshot.size(); ++i) tracker->Add(snapshot[i]);
   const std::uint64_t before = tracker->iterations();
-  ASSERT_TRUE(loop_.Install(boundary, std::move(tracker), snapshot.size(),
-                            [&](const IterationEvent&) { ++iterations_seen_; }));
+  ASSERT_EQ(loop_.Install(boundary, std::move(tracker), snapshot.size(),
+                          [&](const IterationEvent&) { ++iterations_seen_; }),
+            LoopBoundary::Installed::kYes);
   EXPECT_EQ(iterations_seen_, 3);  // three whole periods arrived after the snapshot
   EXPECT_EQ(loop_.iterations(), before + 3);
   EXPECT_EQ(loop_.history_ops(), 0u);
@@ -97,7 +111,7 @@ TEST_F(LoopBoundaryTest, ADetectedBoundaryReplaysTheOpsThatArrivedMeanwhile) {
 TEST_F(LoopBoundaryTest, ALostBoundaryRestartsDetectionFromTheRecentOps) {
   const auto stream = MakeLoop(LoopSpec{}, 20);
   Feed(stream.tokens, 0, stream.step_starts[6]);
-  ASSERT_TRUE(DetectAndInstall(0));
+  ASSERT_EQ(DetectAndInstall(0), LoopBoundary::Installed::kYes);
   Feed(stream.tokens, stream.step_starts[6], stream.step_starts[10]);
   const std::uint64_t iterations = loop_.iterations();
   const std::uint64_t ops = loop_.tracker()->iteration_ops();
@@ -130,8 +144,9 @@ TEST_F(LoopBoundaryTest, APatternSetsTheBoundaryAndIsNeverLost) {
   EXPECT_EQ(lost_, 0);
   EXPECT_FALSE(loop_.WantsDetection(~0ull));
   // A late detection result loses to the pattern.
-  EXPECT_FALSE(
-      loop_.Install(Boundary{{30}, 4, 0, 3}, IterationTracker({30}, options_), 0, [](auto&) {}));
+  EXPECT_EQ(
+      loop_.Install(Boundary{{30}, 4, 0, 3}, IterationTracker({30}, options_), 0, [](auto&) {}),
+      LoopBoundary::Installed::kNo);
   EXPECT_EQ(loop_.tracker()->signature(), std::vector<std::uint32_t>{9});
 }
 
@@ -142,8 +157,9 @@ TEST_F(LoopBoundaryTest, ShouldLetAPatternReplaceADetectedBoundary) {
   std::vector<std::uint32_t> tokens;
   for (int i = 0; i < 8; ++i) tokens.insert(tokens.end(), {30, 31, 32, 33});
   Feed(tokens, 0, tokens.size());
-  ASSERT_TRUE(
-      loop_.Install(Boundary{{30}, 4, 0, 3}, IterationTracker({30}, options_), 0, [](auto&) {}));
+  ASSERT_EQ(loop_.Install(Boundary{{30}, 4, 0, 3}, IterationTracker({30}, options_), tokens.size(),
+                          [](auto&) {}),
+            LoopBoundary::Installed::kYes);
   for (int i = 0; i < 4; ++i) Feed({30, 31, 32, 33}, 0, 4);
   const std::uint64_t iterations = loop_.iterations();
   ASSERT_GT(iterations, 0u);
@@ -159,6 +175,74 @@ TEST_F(LoopBoundaryTest, ShouldLetAPatternReplaceADetectedBoundary) {
   // A second matching kernel does not move the boundary again.
   EXPECT_FALSE(loop_.TryPattern(42, "aten::max"));
   EXPECT_EQ(loop_.tracker()->signature(), std::vector<std::uint32_t>{41});
+}
+
+TEST_F(LoopBoundaryTest, ShouldHoldALayerRunAtTheEndOfAPartlySeenStepUntilTheStreamRefutesIt) {
+  // The first step's 42 forward ops, then the backward pass's six identical 8-op layers: in the
+  // first 101 ops that is a loop of period 8 after a set-up, and the detector says so.
+  const auto stream = MakeLoop(LoopSpec{.prelude_ops = 0}, 10);
+  const std::size_t step = stream.step_ops[0];
+  Feed(stream.tokens, 0, 101);
+  ASSERT_EQ(DetectAndInstall(0), LoopBoundary::Installed::kPending);
+  ASSERT_TRUE(loop_.boundary().has_value());
+  EXPECT_EQ(loop_.boundary()->period, 8u);
+  EXPECT_TRUE(loop_.pending());
+  EXPECT_EQ(loop_.tracker(), nullptr);  // nothing acts on it yet
+  EXPECT_EQ(loop_.iterations(), 0u);
+  // The layers end: no recurrence within four periods refutes it, and detection goes on over
+  // every op seen so far until it finds the step.
+  FeedDetecting(stream.tokens, 101);
+  EXPECT_EQ(loop_.rejected(), 1u);
+  EXPECT_EQ(confirmed_, 0);
+  ASSERT_NE(loop_.tracker(), nullptr);
+  EXPECT_FALSE(loop_.pending());
+  EXPECT_EQ(loop_.period(), step);
+  EXPECT_EQ(loop_.losses(), 0u);
+  EXPECT_EQ(lost_, 0);
+}
+
+TEST_F(LoopBoundaryTest, ShouldConfirmAPendingLoopAfterALongSetUpOnceItRecursTwice) {
+  // 300 set-up ops before five steps: the loop covers less than three quarters of the history.
+  const auto stream = MakeLoop(LoopSpec{.prelude_ops = 300}, 10);
+  Feed(stream.tokens, 0, stream.step_starts[5]);
+  ASSERT_EQ(DetectAndInstall(0), LoopBoundary::Installed::kPending);
+  const std::uint64_t period = loop_.boundary()->period;
+  EXPECT_EQ(period, stream.step_ops[0]);
+  Feed(stream.tokens, stream.step_starts[5], stream.step_starts[6] + 1);
+  EXPECT_TRUE(loop_.pending());  // one recurrence past the history
+  EXPECT_EQ(confirmed_, 0);
+  Feed(stream.tokens, stream.step_starts[6] + 1, stream.step_starts[7] + 1);
+  EXPECT_EQ(confirmed_, 1);  // the second
+  EXPECT_FALSE(loop_.pending());
+  ASSERT_NE(loop_.tracker(), nullptr);
+  EXPECT_EQ(loop_.period(), period);
+  EXPECT_EQ(loop_.history_ops(), 0u);
+  EXPECT_EQ(loop_.found_at_iteration(), loop_.tracker()->iterations());
+  // From here the caller feeds the tracker.
+  const std::uint64_t iterations = loop_.iterations();
+  Feed(stream.tokens, stream.step_starts[7] + 1, stream.step_starts[8] + 1);
+  EXPECT_EQ(loop_.iterations(), iterations + 1);
+  EXPECT_EQ(iterations_seen_, 1);
+}
+
+TEST_F(LoopBoundaryTest, ShouldConfirmAPendingLoopFromTheOpsThatArrivedDuringDetection) {
+  const auto stream = MakeLoop(LoopSpec{.prelude_ops = 300}, 12);
+  Feed(stream.tokens, 0, stream.step_starts[5]);
+  const std::vector<std::uint32_t> snapshot = loop_.TakeSnapshot(0);
+  Feed(stream.tokens, stream.step_starts[5], stream.step_starts[9]);  // the worker is busy
+  std::optional<Boundary> boundary = DetectBoundary(snapshot, {});
+  ASSERT_TRUE(boundary.has_value());
+  std::optional<IterationTracker> tracker;
+  tracker.emplace(boundary->signature, options_);
+  for (std::size_t i = boundary->first; i < snapshot.size(); ++i) tracker->Add(snapshot[i]);
+  const std::uint64_t before = tracker->iterations();
+  ASSERT_EQ(loop_.Install(boundary, std::move(tracker), snapshot.size(),
+                          [&](const IterationEvent&) { ++iterations_seen_; }),
+            LoopBoundary::Installed::kYes);
+  // Four whole steps arrived: two confirmed it, the other two were cut in force.
+  EXPECT_EQ(loop_.iterations(), before + 4);
+  EXPECT_EQ(iterations_seen_, 2);
+  EXPECT_EQ(loop_.history_ops(), 0u);
 }
 
 }  // namespace

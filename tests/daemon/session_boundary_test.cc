@@ -16,13 +16,14 @@ class SessionBoundaryTest : public DaemonTest {
     const std::regex re(name + "\\{client=\"0\"\\} ([0-9.e+]+)");
     return std::regex_search(text, m, re) ? std::stod(m[1]) : -1;
   }
-  /// Steps into GEN_POLICY and answers the detailed-iteration request (1.0 marks) with the step
-  /// after the request, `*detailed`; the next step to push is then `*detailed + 2`. Steps are
-  /// pushed until the daemon asks (at step 6 on a quiet machine): under a sanitizer's slowness
-  /// detection may first settle on a shorter period and need more steps to find the real one.
-  void RecordProfile(FakeClient& client, const LoopSpec& spec, int* detailed) {
+  /// Steps into GEN_POLICY (from step `from`, the ones before it pushed already) and answers the
+  /// detailed-iteration request (1.0 marks) with the step after the request, `*detailed`; the next
+  /// step to push is then `*detailed + 2`. Steps are pushed until the daemon asks (at step 6 on a
+  /// quiet machine): under a sanitizer's slowness detection may first settle on a shorter period
+  /// and need more steps to find the real one.
+  void RecordProfile(FakeClient& client, const LoopSpec& spec, int* detailed, int from = 0) {
     int step = 6;
-    PushSteps(client, spec, 0, step);
+    PushSteps(client, spec, from, step);
     while (!WaitFor(
         [&] {
           client.Heartbeat();
@@ -78,6 +79,37 @@ TEST_F(SessionBoundaryTest, ShouldForgetTheProfileWhenTheBoundaryIsLost) {
     return client->header()->detail_request_seq.load() > first_request &&
            client->DetailedRequested();
   })) << Describe(client->id()).dump(2);
+}
+
+TEST_F(SessionBoundaryTest, ShouldNotActOnALayerRunAtTheEndOfAPartlySeenFirstStep) {
+  // What a slow drain showed detection under TSan: the first step's forward pass (42 ops) and
+  // most of its backward pass, six identical 8-op layers. Over these 101 ops a loop of period 8
+  // after a set-up is what the detector finds; nothing may act on it before the stream says.
+  StartDaemon();
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  LoopSpec spec;
+  const std::vector<std::uint32_t> first = StepOps(spec, 0);
+  for (std::size_t i = 0; i < 101; ++i) ASSERT_TRUE(client->Launch(first[i]));
+  // The history stops growing at 101 ops: the stalled-history retry runs detection on all of it.
+  ASSERT_TRUE(WaitFor([&] {
+    client->Heartbeat();
+    return Describe(client->id())["boundary"]["pending"].get<bool>();
+  })) << Describe(client->id()).dump(2);
+  auto d = Describe(client->id());
+  EXPECT_EQ(d["boundary"]["source"], "none") << d.dump(2);
+  EXPECT_EQ(d["iterations"].get<int>(), 0);
+  EXPECT_EQ(d["stage"], "WARMUP");
+  EXPECT_FALSE(client->DetailedRequested());
+  // The rest of the step refutes it; the steps after it are the loop.
+  for (std::size_t i = 101; i < first.size(); ++i) ASSERT_TRUE(client->Launch(first[i]));
+  int detailed = 0;
+  ASSERT_NO_FATAL_FAILURE(RecordProfile(*client, spec, &detailed, 1));
+  d = Describe(client->id());
+  EXPECT_EQ(d["boundary"]["rejected"].get<int>(), 1) << d.dump(2);
+  EXPECT_EQ(d["boundary"]["losses"].get<int>(), 0);
+  EXPECT_EQ(d["boundary"]["period_ops"].get<std::size_t>(), first.size());
+  EXPECT_EQ(d["profile"]["ops"].get<std::size_t>(), StepOps(spec, detailed).size()) << d.dump(2);
 }
 
 TEST_F(SessionBoundaryTest, ShouldLetAPatternWhoseKernelAppearsLateReplaceTheDetectedBoundary) {

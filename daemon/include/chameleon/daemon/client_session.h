@@ -156,6 +156,9 @@ class ClientSession {
   /// STABLE chose `best` (nullptr: none): counts and logs a STABLE stage without a plan while a
   /// device limit needs one (chameleon_policy_empty_stable_total).
   void ReportEmptyStable(const CandidateTrials::Candidate* best);
+  /// A detected boundary came into force: logged, published, and the stages caught up when the
+  /// loop was past WARMUP before the boundary was known.
+  void AnnounceBoundary();
   /// The boundary changed (lost, replaced by a pattern, or re-detected): the detailed profile
   /// and the candidates planned from it belong to the old iteration.
   void ForgetProfile();
