@@ -212,10 +212,13 @@ ClientSession::TakeGeneration(std::uint32_t* index) {
   if (options.chunk_bytes == 0) options.chunk_bytes = kShimChunkBytes;
   // A plan that fills the limit to the byte overflows it by what the profile does not show (the
   // executor's high-water mark at a quarter of the small trainer's peak: 0.1 MB over the limit,
-  // and 62 evictions and fault-ins every steady step). Two chunks are kept free unless the
-  // configuration names its own reserve (docs/policy.md, "Reserve").
-  if (options.reserve_bytes == 0 && options.device_limit_bytes > 8 * options.chunk_bytes)
-    options.reserve_bytes = 2 * options.chunk_bytes;
+  // and 62 evictions and fault-ins every steady step; GPT-2 XL at a half and three quarters of
+  // its peak: one 41 MB eviction and fault-in every steady step with two chunks kept, none with
+  // four). Two chunks are kept free, four from a 1 GiB limit on, unless the configuration names
+  // its own reserve (docs/policy.md, "Reserve").
+  if (options.reserve_bytes == 0) {
+    options.reserve_bytes = DefaultReserveBytes(options.device_limit_bytes, options.chunk_bytes);
+  }
   options.release_at_issue = true;
   options = WithHostLink(options);
   // Pointer-table targets unswappable.

@@ -9,10 +9,20 @@
 namespace chameleon::daemon {
 
 inline constexpr std::uint64_t kShimChunkBytes = 2ull << 20;
+/// From this device limit on, plans keep four chunks free rather than two.
+inline constexpr std::uint64_t kLargeLimitBytes = 1ull << 30;
 
 /// Bytes a swapped allocation of `bytes` occupies wherever its copy goes: whole chunks.
 constexpr std::uint64_t SwapSpan(std::uint64_t bytes) {
   return (bytes + kShimChunkBytes - 1) / kShimChunkBytes * kShimChunkBytes;
+}
+
+/// The device memory a plan leaves free when the configuration names no reserve: none up to 8
+/// chunks (a limit that small has no room to spare), two chunks, four from kLargeLimitBytes on
+/// (docs/policy.md, "Reserve": what the executor needs beyond the profile, measured).
+constexpr std::uint64_t DefaultReserveBytes(std::uint64_t limit_bytes, std::uint64_t chunk_bytes) {
+  if (limit_bytes <= 8 * chunk_bytes) return 0;
+  return (limit_bytes >= kLargeLimitBytes ? 4 : 2) * chunk_bytes;
 }
 
 }  // namespace chameleon::daemon
