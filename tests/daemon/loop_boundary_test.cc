@@ -32,14 +32,21 @@ class LoopBoundaryTest : public ::testing::Test {
     }
   }
 
-  /// What the daemon's worker does with a snapshot (server.cc, Jobs::Detect).
-  LoopBoundary::Installed DetectAndInstall(std::uint64_t now_ns) {
+  /// What the daemon's worker does with a snapshot (server.cc, Jobs::Detect), with ops
+  /// [busy_from, busy_to) of `tokens` arriving while it works; `*before` (if given): the
+  /// iterations its tracker cut from the snapshot.
+  LoopBoundary::Installed DetectAndInstall(std::uint64_t now_ns,
+                                           const std::vector<std::uint32_t>& tokens = {},
+                                           std::size_t busy_from = 0, std::size_t busy_to = 0,
+                                           std::uint64_t* before = nullptr) {
     const std::vector<std::uint32_t> snapshot = loop_.TakeSnapshot(now_ns);
+    Feed(tokens, busy_from, busy_to);
     std::optional<Boundary> boundary = DetectBoundary(snapshot, {});
     std::optional<IterationTracker> tracker;
     if (boundary) {
       tracker.emplace(boundary->signature, options_);
       for (std::size_t i = boundary->first; i < snapshot.size(); ++i) tracker->Add(snapshot[i]);
+      if (before) *before = tracker->iterations();
     }
     return loop_.Install(boundary, std::move(tracker), snapshot.size(),
                          [&](const IterationEvent&) { ++iterations_seen_; });
@@ -89,21 +96,14 @@ TEST_F(LoopBoundaryTest, ADetectedBoundaryReplaysTheOpsThatArrivedMeanwhile) {
   const auto stream = MakeLoop(LoopSpec{}, 20);
   const std::size_t detect_at = stream.step_starts[6];
   Feed(stream.tokens, 0, detect_at);
-  const std::vector<std::uint32_t> snapshot = loop_.TakeSnapshot(0);
-  Feed(stream.tokens, detect_at, stream.step_starts[9]);  // the worker is busy
-  std::optional<Boundary> boundary = DetectBoundary(snapshot, {});
-  ASSERT_TRUE(boundary.has_value());
-  std::optional<IterationTracker> tracker;
-  tracker.emplace(boundary->signature, options_);
-  for (std::size_t i = boundary->first; i < snapshot.size(); ++i) tracker->Add(snapshot[i]);
-  const std::uint64_t before = tracker->iterations();
-  ASSERT_EQ(loop_.Install(boundary, std::move(tracker), snapshot.size(),
-                          [&](const IterationEvent&) { ++iterations_seen_; }),
+  std::uint64_t before = 0;
+  ASSERT_EQ(DetectAndInstall(0, stream.tokens, detect_at, stream.step_starts[9], &before),
             LoopBoundary::Installed::kYes);
   EXPECT_EQ(iterations_seen_, 3);  // three whole periods arrived after the snapshot
   EXPECT_EQ(loop_.iterations(), before + 3);
   EXPECT_EQ(loop_.history_ops(), 0u);
-  EXPECT_EQ(loop_.period(), boundary->period);
+  EXPECT_EQ(loop_.period(), loop_.boundary()->period);
+  EXPECT_EQ(loop_.period(), stream.step_ops[0]);
   EXPECT_FALSE(loop_.WantsDetection(~0ull));
   EXPECT_FALSE(loop_.pattern());
 }
@@ -228,17 +228,10 @@ TEST_F(LoopBoundaryTest, ShouldConfirmAPendingLoopAfterALongSetUpOnceItRecursTwi
 TEST_F(LoopBoundaryTest, ShouldConfirmAPendingLoopFromTheOpsThatArrivedDuringDetection) {
   const auto stream = MakeLoop(LoopSpec{.prelude_ops = 300}, 12);
   Feed(stream.tokens, 0, stream.step_starts[5]);
-  const std::vector<std::uint32_t> snapshot = loop_.TakeSnapshot(0);
-  Feed(stream.tokens, stream.step_starts[5], stream.step_starts[9]);  // the worker is busy
-  std::optional<Boundary> boundary = DetectBoundary(snapshot, {});
-  ASSERT_TRUE(boundary.has_value());
-  std::optional<IterationTracker> tracker;
-  tracker.emplace(boundary->signature, options_);
-  for (std::size_t i = boundary->first; i < snapshot.size(); ++i) tracker->Add(snapshot[i]);
-  const std::uint64_t before = tracker->iterations();
-  ASSERT_EQ(loop_.Install(boundary, std::move(tracker), snapshot.size(),
-                          [&](const IterationEvent&) { ++iterations_seen_; }),
-            LoopBoundary::Installed::kYes);
+  std::uint64_t before = 0;
+  ASSERT_EQ(
+      DetectAndInstall(0, stream.tokens, stream.step_starts[5], stream.step_starts[9], &before),
+      LoopBoundary::Installed::kYes);
   // Four whole steps arrived: two confirmed it, the other two were cut in force.
   EXPECT_EQ(loop_.iterations(), before + 4);
   EXPECT_EQ(iterations_seen_, 2);
