@@ -30,13 +30,13 @@ bool Better(const Candidate& a, const Candidate& b) {
 // iterations back to back: next_use_op = first use + ops.
 void AddWrapped(const ProfileTensor& tensor, std::size_t t, const LayerGrid& grid,
                 const std::vector<std::uint32_t>& mre_prefix, std::uint64_t device_bytes,
-                std::vector<Candidate>* out) {
+                std::uint32_t min_layers, std::vector<Candidate>* out) {
   if (tensor.alloc_op >= 0 || tensor.free_op >= 0 || tensor.uses.empty()) return;
   const auto ops = static_cast<std::uint32_t>(grid.layer_of_op.size());
   const auto layers = static_cast<std::uint32_t>(grid.layers.size());
   const std::uint32_t last = tensor.uses.back();
   const std::uint32_t first = tensor.uses.front();
-  if (grid.layer_of_op[first] + layers < grid.layer_of_op[last] + 2) return;
+  if (grid.layer_of_op[first] + layers < grid.layer_of_op[last] + min_layers) return;
   const std::uint32_t mres = (mre_prefix[ops] - mre_prefix[last + 1]) + mre_prefix[first];
   if (mres == 0) return;
   out->push_back(
@@ -47,7 +47,11 @@ void AddWrapped(const ProfileTensor& tensor, std::size_t t, const LayerGrid& gri
 
 std::vector<Candidate> FindCandidates(const Profile& profile, const LayerGrid& grid,
                                       const std::vector<std::uint32_t>& mre_prefix,
-                                      const GeneratorOptions& options) {
+                                      const GeneratorOptions& options, GapRule rule) {
+  // Two layers: the bytes can be off the device only strictly between the layer the swap-out
+  // ends in and the layer the swap-in starts in. Any length: one op between the uses (an MRL
+  // entry, below) is all the executor's accounting needs; the simulator charges the stalls.
+  const std::uint32_t min_layers = rule == GapRule::kTwoLayers ? 2 : 0;
   std::vector<Candidate> candidates;
   for (std::size_t t = 0; t < profile.tensors.size(); ++t) {
     const ProfileTensor& tensor = profile.tensors[t];
@@ -59,15 +63,15 @@ std::vector<Candidate> FindCandidates(const Profile& profile, const LayerGrid& g
     for (std::size_t k = 1; k < tensor.uses.size(); ++k) {
       const std::uint32_t last = tensor.uses[k - 1];
       const std::uint32_t next = tensor.uses[k];
-      // The bytes can be off the device only strictly between the layer the swap-out ends in
-      // and the layer the swap-in starts in: that needs two layers of distance.
-      if (grid.layer_of_op[next] < grid.layer_of_op[last] + 2) continue;
+      if (grid.layer_of_op[next] < grid.layer_of_op[last] + min_layers) continue;
       const std::uint32_t mres = mre_prefix[next] - mre_prefix[last + 1];
       if (mres == 0) continue;
       candidates.push_back(
           {static_cast<std::uint32_t>(t), last, next, tensor.bytes, mres, 0, device_bytes});
     }
-    if (options.cross_iteration) AddWrapped(tensor, t, grid, mre_prefix, device_bytes, &candidates);
+    if (options.cross_iteration) {
+      AddWrapped(tensor, t, grid, mre_prefix, device_bytes, min_layers, &candidates);
+    }
   }
   Score(&candidates, options.size_weight);
   std::sort(candidates.begin(), candidates.end(), Better);

@@ -25,6 +25,8 @@ bool LiveAt(const ProfileTensor& t, std::uint32_t op) {
 
 const char* Reason(const ProfileTensor& t, std::uint32_t op, const Plan& plan,
                    const GeneratorOptions& options) {
+  // With short gaps any idle interval was a candidate: only the link can have stood in the way.
+  const std::uint32_t min_layers = UsesShortGaps(options) ? 0 : 2;
   if (!t.swappable) return "marked unswappable";
   if (std::binary_search(t.uses.begin(), t.uses.end(), op)) return "used by this op";
   if (t.bytes < options.min_swap_bytes) return "smaller than min_swap_bytes";
@@ -35,11 +37,11 @@ const char* Reason(const ProfileTensor& t, std::uint32_t op, const Plan& plan,
     const std::uint32_t layers = static_cast<std::uint32_t>(plan.grid.layers.size()) +
                                  plan.grid.layer_of_op[t.uses.front()] -
                                  plan.grid.layer_of_op[t.uses.back()];
-    return layers < 2 ? "idle for less than two logical layers"
-                      : "no link time left to move it around this op";
+    return layers < min_layers ? "idle for less than two logical layers"
+                               : "no link time left to move it around this op";
   }
   const std::uint32_t layers = plan.grid.layer_of_op[*next] - plan.grid.layer_of_op[*(next - 1)];
-  if (layers < 2) return "idle for less than two logical layers";
+  if (layers < min_layers) return "idle for less than two logical layers";
   return "no link time left to move it around this op";
 }
 

@@ -267,6 +267,80 @@ void CheckExecutorPlans(bool medium, std::uint64_t seeds) {
   EXPECT_GT(planned, seeds / 4);  // the instances exercise the planner, not only rejections
 }
 
+// The attention of the Megatron trace in small: 6 ops of 1 s, all forward, two logical layers of
+// three ops. W (4 MiB, live across iterations) is read at ops 1 and 4; S (4 MiB) is written at op 1
+// and read at op 3; T (4 MiB) at ops 2 and 4. Ops 2 and 3 hold all three (12 MiB), but no op
+// touches more than 8 MiB. Every idle interval (W: 1 -> 4 and 4 -> next 1, S: 1 -> 3, T: 2 -> 4)
+// lies within one layer of the next, so the paper's two-layer rule leaves nothing to swap.
+Profile AttentionInSmall() {
+  Profile p;
+  p.iteration_s = 6;
+  for (std::uint32_t i = 0; i < 6; ++i) {
+    ProfileOp op;
+    op.token = 10 + i;
+    op.phase = Phase::kForward;
+    p.ops.push_back(op);
+  }
+  p.tensors.push_back(Tensor(4 * kMiB, -1, -1, {1, 4}));  // W
+  p.tensors.push_back(Tensor(4 * kMiB, 1, 3, {1, 3}));    // S
+  p.tensors.push_back(Tensor(4 * kMiB, 2, 4, {2, 4}));    // T
+  for (std::uint32_t t = 0; t < p.tensors.size(); ++t) {
+    for (std::uint32_t u : p.tensors[t].uses) p.ops[u].reads.push_back(t);
+  }
+  const std::uint64_t after[] = {4, 8, 12, 12, 8, 4};
+  for (std::size_t i = 0; i < 6; ++i) p.ops[i].bytes_live_after = after[i] * kMiB;
+  return p;
+}
+
+TEST(PolicyExecutorModel, ShortGapsFitAWorkingSetTheTwoLayerRuleCannot) {
+  const Profile p = AttentionInSmall();
+  const std::uint64_t limit = 8 * kMiB;
+  GeneratorOptions o = ExecutorOptions(limit, 2 * kMiB);
+  o.layers_per_phase = 2;
+  o.short_gaps = false;
+  const GenerateResult paper = GeneratePlan(p, o);
+  ASSERT_EQ(paper.status, GenerateStatus::kInfeasible);
+  EXPECT_EQ(paper.infeasibility.bytes_missing, 4 * kMiB);
+  ASSERT_FALSE(paper.infeasibility.largest_unswappable.empty());
+  EXPECT_STREQ(paper.infeasibility.largest_unswappable[0].reason,
+               "idle for less than two logical layers");
+
+  o.short_gaps = true;
+  const GenerateResult shorter = GeneratePlan(p, o);
+  ASSERT_TRUE(shorter.ok()) << shorter.message;
+  EXPECT_EQ(JudgeOnExecutor(p, shorter.plan.swaps, 2 * kMiB, limit), "");
+  ASSERT_EQ(shorter.plan.swaps.size(), 1u);  // one 4 MiB tensor off over ops 2-3 is enough
+  const PlannedSwap& s = shorter.plan.swaps[0];
+  EXPECT_LE(s.out_after_op, 1u);
+  EXPECT_GE(s.in_start_op, 4u);
+  // Both transfers fall inside the layers of the ops that need the memory and the tensor: the
+  // ops wait for all of them, and the prediction says so.
+  EXPECT_GT(s.out_stall_s, 0.0);
+  EXPECT_GT(s.stall_s, s.out_stall_s);
+  EXPECT_DOUBLE_EQ(shorter.plan.predicted_iteration_s, p.iteration_s + s.stall_s);
+
+  // Only the executor's accounting makes a short gap safe: the paper's model stays infeasible.
+  o.release_at_issue = false;
+  EXPECT_EQ(GeneratePlan(p, o).status, GenerateStatus::kInfeasible);
+}
+
+TEST(PolicyExecutorModel, ShortGapsLeaveAPlanThatFitsWithoutThemUnchanged) {
+  const Profile p = ThreeMiBTensors();
+  for (std::uint64_t limit : {9 * kMiB, 11 * kMiB, 13 * kMiB}) {
+    GeneratorOptions o = ExecutorOptions(limit, 2 * kMiB);
+    const GenerateResult with = GeneratePlan(p, o);
+    o.short_gaps = false;
+    const GenerateResult without = GeneratePlan(p, o);
+    ASSERT_TRUE(without.ok()) << without.message;
+    ASSERT_EQ(with.plan.swaps.size(), without.plan.swaps.size()) << limit;
+    for (std::size_t i = 0; i < with.plan.swaps.size(); ++i) {
+      EXPECT_EQ(with.plan.swaps[i].tensor, without.plan.swaps[i].tensor);
+      EXPECT_EQ(with.plan.swaps[i].out_after_op, without.plan.swaps[i].out_after_op);
+      EXPECT_EQ(with.plan.swaps[i].in_start_op, without.plan.swaps[i].in_start_op);
+    }
+  }
+}
+
 TEST(PolicyExecutorModel, TinyPlansFitTheExecutorAndNeedEverySwap) {
   CheckExecutorPlans(false, 600);
 }

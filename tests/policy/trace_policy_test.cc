@@ -138,6 +138,41 @@ TEST(PolicyTraces, ShouldStreamMegatronWeightsAcrossIterationsAtHalfItsPeak) {
   EXPECT_FALSE(fifth.message.empty());
 }
 
+// At a quarter of its peak the Megatron trace's attention holds three 256 MiB tensors (the
+// scores, the mask buffer live across iterations, the probabilities) while no op touches more
+// than two: one of them must be off for an op or two in every layer, a gap shorter than two
+// logical layers. With the executor's accounting the planner finds those gaps (their transfers
+// stall); without short gaps it explains why it cannot fit (issue 18: the daemon reached STABLE
+// with no plan at that limit).
+TEST(PolicyTraces, ShouldFitMegatronInAQuarterOfItsPeakWithShortGaps) {
+  const Profile& p = Megatron();
+  GeneratorOptions o;
+  o.device_limit_bytes = Peak(p) / 4;
+  o.chunk_bytes = 2u << 20;
+  o.reserve_bytes = 8u << 20;
+  o.release_at_issue = true;
+  o.short_gaps = false;
+  const GenerateResult paper = GeneratePlan(p, o);
+  ASSERT_EQ(paper.status, GenerateStatus::kInfeasible);
+  const auto& listed = paper.infeasibility.largest_unswappable;
+  EXPECT_TRUE(std::any_of(listed.begin(), listed.end(), [](const UnswappableTensor& t) {
+    return std::string(t.reason) == "idle for less than two logical layers";
+  })) << paper.message;
+
+  o.short_gaps = true;
+  const GenerateResult r = GeneratePlan(p, o);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(testing::JudgePlan(p, r.plan.swaps, o.device_limit_bytes - o.reserve_bytes), "");
+  EXPECT_LE(r.plan.predicted_peak_bytes, o.device_limit_bytes - o.reserve_bytes);
+  EXPECT_GT(r.plan.predicted_stall_s, 0.0);
+  std::uint64_t moved = 0;
+  for (const PlannedSwap& s : r.plan.swaps) moved += s.bytes;
+  std::printf(
+      "megatron 1/4 with short gaps: %zu swaps, %.2f GB each way, stall %.4f s on a %.4f s "
+      "iteration\n",
+      r.plan.swaps.size(), moved / 1e9, r.plan.predicted_stall_s, p.iteration_s);
+}
+
 // The trace reader labels phases from autograd; the heuristic must find the same split when the
 // labels are removed (measured: 1,076 of 1,088 ops agree; backward found 9 ops late).
 TEST(PolicyTraces, ShouldDetectResNetPhasesWithoutLabels) {

@@ -13,7 +13,8 @@ namespace chameleon::policy {
 
 /// One idle interval of one tensor: used at `last_use_op`, next used at `next_use_op`, untouched
 /// in between. The paper's main case is last forward use -> first backward use; any gap long
-/// enough to hold a swap-out and a swap-in (at least two logical layers apart) qualifies. With
+/// enough to hold a swap-out and a swap-in (at least two logical layers apart) qualifies, and
+/// with GapRule::kAnyLength any gap with an op in it (its transfers stall). With
 /// GeneratorOptions::cross_iteration, a tensor live across iterations also has the gap from its
 /// last use to its first use in the next iteration: next_use_op is then first use + ops
 /// (coordinates of two iterations back to back).
@@ -28,12 +29,19 @@ struct Candidate {
   std::uint64_t device_bytes = 0;
 };
 
-/// All candidates of swappable tensors of at least options.min_swap_bytes whose gap spans at
-/// least two logical layers and covers at least one MRL entry, scored and sorted best first
-/// (ties: larger, then earlier, then lower tensor index, so the order is deterministic).
+/// Which idle intervals are candidates.
+enum class GapRule : std::uint8_t {
+  kTwoLayers,  ///< at least two logical layers apart (room for both transfers: the paper)
+  kAnyLength,  ///< any gap with an op in it (GeneratorOptions::short_gaps)
+};
+
+/// All candidates of swappable tensors of at least options.min_swap_bytes whose gap satisfies
+/// `rule` and covers at least one MRL entry, scored and sorted best first (ties: larger, then
+/// earlier, then lower tensor index, so the order is deterministic).
 /// `mre_prefix[i]` = number of MRL entries among ops [0, i). Pure.
 std::vector<Candidate> FindCandidates(const Profile& profile, const LayerGrid& grid,
                                       const std::vector<std::uint32_t>& mre_prefix,
-                                      const GeneratorOptions& options);
+                                      const GeneratorOptions& options,
+                                      GapRule rule = GapRule::kTwoLayers);
 
 }  // namespace chameleon::policy

@@ -60,7 +60,17 @@ struct GeneratorOptions {
   /// needs and an idle link does not mind. false: the bytes leave at the layer after the copy
   /// completes and the swap-in is placed as late as the link allows (the paper's model).
   bool release_at_issue = false;
+  /// With release_at_issue, when no plan fits with gaps of at least two logical layers, search
+  /// again with gaps of any length (one op between the uses is enough). The memory model needs no
+  /// link time for the bytes to be off; the transfers of a short gap stall the ops around it.
+  /// A working set that leaves no room at an op (three 256 MiB tensors around the attention of
+  /// the Megatron trace at a quarter of its peak, one of which must leave for one op every layer)
+  /// is feasible only so (docs/policy.md, "Short gaps"). Plans that fit without are unchanged.
+  bool short_gaps = true;
 };
+
+/// Whether a plan that does not fit with the paper's gaps is searched again with short ones.
+inline bool UsesShortGaps(const GeneratorOptions& o) { return o.release_at_issue && o.short_gaps; }
 
 /// The swap-out (device -> host) and swap-in (host -> device) bandwidths `o` plans with.
 inline double OutBandwidth(const GeneratorOptions& o) {
