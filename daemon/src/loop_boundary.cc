@@ -24,10 +24,18 @@ constexpr std::uint64_t kDetectionRetryNs = 250'000'000;
 /// passes for a loop after a long set-up, and only the ops that follow tell them apart.
 constexpr double kFirmCoverage = 0.75;
 /// Iterations a pending boundary must cut past its history to come into force: the run of layers
-/// ends within one, a loop goes on.
+/// ends within one, a loop goes on. The periodic part must also have grown to kFirmCoverage of
+/// everything seen: a layer run that recurs dozens of times (the replayed Megatron trace's forward
+/// is 40 identical 20-op layers, first seen as a loop from op 447 of 894) recurs twice in no time,
+/// but ends before it covers three quarters of the stream.
 constexpr std::uint64_t kConfirmingIterations = 2;
 /// A pending signature not seen for this many periods is refuted (as a lost boundary).
 constexpr std::uint64_t kRejectPeriods = 4;
+
+/// Whether a loop from op `from` on covers enough of `ops` ops to be in force.
+bool Firm(std::size_t ops, std::size_t from) {
+  return double(ops - std::min(ops, from)) >= kFirmCoverage * double(ops);
+}
 
 }  // namespace
 
@@ -44,22 +52,25 @@ LoopBoundary::Route LoopBoundary::Remember(std::uint32_t token) {
   }
   if (history_.size() >= options_.max_history_ops && !in_flight_) {
     // Keep the most recent half: a loop longer than the history cannot be detected anyway.
-    history_.erase(history_.begin(), history_.begin() + history_.size() / 2);
+    const std::size_t erased = history_.size() / 2;
+    history_.erase(history_.begin(), history_.begin() + static_cast<std::ptrdiff_t>(erased));
+    periodic_from_ -= std::min(periodic_from_, erased);
     next_detection_ops_ = history_.size() + history_.size() / kGrowthDivisor;
   }
   history_.push_back(token);
   if (!pending_) return Route::kHistory;
   tracker_->Add(token);
-  WeighPending();
+  WeighPending(history_.size());
   if (!tracker()) return Route::kHistory;
   Confirm();
   return Route::kConfirmed;
 }
 
-void LoopBoundary::WeighPending() {
+void LoopBoundary::WeighPending(std::size_t ops_seen) {
   if (tracker_->ops_since_boundary() > kRejectPeriods * boundary_->period) {
     Reject();
-  } else if (tracker_->iterations() >= pending_from_iteration_ + kConfirmingIterations) {
+  } else if (tracker_->iterations() >= pending_from_iteration_ + kConfirmingIterations &&
+             Firm(ops_seen, periodic_from_)) {
     pending_ = false;  // Confirm() once the ops being replayed are through
   }
 }
@@ -170,14 +181,15 @@ LoopBoundary::Installed LoopBoundary::Install(
   }
   boundary_ = boundary;
   tracker_ = std::move(tracker);
-  pending_ = double(snapshot_ops - boundary->first) < kFirmCoverage * double(snapshot_ops);
+  periodic_from_ = boundary->first;
+  pending_ = !Firm(snapshot_ops, periodic_from_);
   pending_from_iteration_ = tracker_->iterations();
   // The worker replayed the snapshot; the ops that arrived since go through the live path, where
   // they may first settle a pending boundary either way.
   std::size_t i = snapshot_ops;
   for (; pending_ && i < history_.size(); ++i) {
     tracker_->Add(history_[i]);
-    WeighPending();
+    WeighPending(i + 1);
     if (!tracker_) return Installed::kNo;
   }
   if (pending_) return Installed::kPending;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "synthetic_stream.h"
 
 namespace chameleon::daemon {
@@ -201,40 +203,60 @@ TEST_F(LoopBoundaryTest, ShouldHoldALayerRunAtTheEndOfAPartlySeenStepUntilTheStr
   EXPECT_EQ(lost_, 0);
 }
 
-TEST_F(LoopBoundaryTest, ShouldConfirmAPendingLoopAfterALongSetUpOnceItRecursTwice) {
+TEST_F(LoopBoundaryTest, ShouldConfirmAPendingLoopAfterALongSetUpOnceItCoversThreeQuarters) {
   // 300 set-up ops before five steps: the loop covers less than three quarters of the history.
-  const auto stream = MakeLoop(LoopSpec{.prelude_ops = 300}, 10);
+  const auto stream = MakeLoop(LoopSpec{.prelude_ops = 300}, 14);
   Feed(stream.tokens, 0, stream.step_starts[5]);
   ASSERT_EQ(DetectAndInstall(0), LoopBoundary::Installed::kPending);
   const std::uint64_t period = loop_.boundary()->period;
   EXPECT_EQ(period, stream.step_ops[0]);
-  Feed(stream.tokens, stream.step_starts[5], stream.step_starts[6] + 1);
-  EXPECT_TRUE(loop_.pending());  // one recurrence past the history
+  // It recurs twice past the history, and that is not enough while the set-up is more than a
+  // quarter of what was seen: a layer run recurs as often before it ends.
+  const std::size_t firm = 4 * loop_.boundary()->first;
+  ASSERT_GT(firm, stream.step_starts[7] + 1);
+  Feed(stream.tokens, stream.step_starts[5], firm - 1);
+  EXPECT_TRUE(loop_.pending());
   EXPECT_EQ(confirmed_, 0);
-  Feed(stream.tokens, stream.step_starts[6] + 1, stream.step_starts[7] + 1);
-  EXPECT_EQ(confirmed_, 1);  // the second
+  EXPECT_EQ(loop_.tracker(), nullptr);
+  Feed(stream.tokens, firm - 1, firm);  // the op that makes the loop three quarters of the stream
+  EXPECT_EQ(confirmed_, 1);
   EXPECT_FALSE(loop_.pending());
   ASSERT_NE(loop_.tracker(), nullptr);
   EXPECT_EQ(loop_.period(), period);
   EXPECT_EQ(loop_.history_ops(), 0u);
   EXPECT_EQ(loop_.found_at_iteration(), loop_.tracker()->iterations());
   // From here the caller feeds the tracker.
+  // A step is cut at the last op of its signature.
+  const std::size_t last_of_signature = loop_.boundary()->signature.size() - 1;
   const std::uint64_t iterations = loop_.iterations();
-  Feed(stream.tokens, stream.step_starts[7] + 1, stream.step_starts[8] + 1);
+  const auto next = std::upper_bound(stream.step_starts.begin(), stream.step_starts.end(), firm);
+  ASSERT_NE(next, stream.step_starts.end());
+  Feed(stream.tokens, firm, *next + last_of_signature + 1);
   EXPECT_EQ(loop_.iterations(), iterations + 1);
   EXPECT_EQ(iterations_seen_, 1);
 }
 
 TEST_F(LoopBoundaryTest, ShouldConfirmAPendingLoopFromTheOpsThatArrivedDuringDetection) {
-  const auto stream = MakeLoop(LoopSpec{.prelude_ops = 300}, 12);
+  const auto stream = MakeLoop(LoopSpec{.prelude_ops = 300}, 14);
   Feed(stream.tokens, 0, stream.step_starts[5]);
   std::uint64_t before = 0;
   ASSERT_EQ(
-      DetectAndInstall(0, stream.tokens, stream.step_starts[5], stream.step_starts[9], &before),
+      DetectAndInstall(0, stream.tokens, stream.step_starts[5], stream.step_starts[12], &before),
       LoopBoundary::Installed::kYes);
-  // Four whole steps arrived: two confirmed it, the other two were cut in force.
-  EXPECT_EQ(loop_.iterations(), before + 4);
-  EXPECT_EQ(iterations_seen_, 2);
+  ASSERT_TRUE(loop_.boundary().has_value());
+  // Seven steps were cut from the ops that arrived (each at the last op of its signature): those
+  // cut before the loop covered three quarters of the stream confirmed it, the others were cut
+  // in force.
+  const std::size_t firm = 4 * loop_.boundary()->first;
+  const std::size_t last_of_signature = loop_.boundary()->signature.size() - 1;
+  int in_force = 0;
+  for (std::size_t j = 5; j < 12; ++j) {
+    in_force += stream.step_starts[j] + last_of_signature >= firm ? 1 : 0;
+  }
+  ASSERT_GT(in_force, 0);
+  ASSERT_LT(in_force, 7);
+  EXPECT_EQ(loop_.iterations(), before + 7);
+  EXPECT_EQ(iterations_seen_, in_force);
   EXPECT_EQ(loop_.history_ops(), 0u);
 }
 

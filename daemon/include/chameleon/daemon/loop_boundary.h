@@ -6,8 +6,9 @@
 // A detected boundary whose periodic part covers less than three quarters of the history it was
 // found in is pending: a run of identical layers at the end of a partly seen first step looks like
 // a loop with a long set-up before it. It comes into force once the signature recurs twice more
-// past the history, and is rejected (detection goes on over the history kept meanwhile) when it
-// does not recur within four periods.
+// past the history and the periodic part covers three quarters of all the ops seen, and is
+// rejected (detection goes on over the history kept meanwhile) when it does not recur within four
+// periods.
 //
 // Detection itself runs on a worker thread over a snapshot (TakeSnapshot / Install). Not
 // thread-safe: only the loop thread touches it.
@@ -93,9 +94,9 @@ class LoopBoundary {
   /// the current iteration began (a power of two: indexed by a mask).
   static constexpr std::size_t kRecentOps = 4096;
 
-  /// A pending boundary's verdict after one more op: rejected, or no longer pending (Confirm()
-  /// follows), or still pending.
-  void WeighPending();
+  /// A pending boundary's verdict after one more op, the `ops_seen`-th of the history: rejected,
+  /// or no longer pending (Confirm() follows), or still pending.
+  void WeighPending(std::size_t ops_seen);
   /// The boundary no longer pending comes into force; the detection history goes.
   void Confirm();
   /// The pending boundary is dropped; detection goes on over the history.
@@ -113,6 +114,7 @@ class LoopBoundary {
   bool pattern_ = false;
   bool pending_ = false;
   std::uint64_t pending_from_iteration_ = 0;  // the pending tracker's count after the snapshot
+  std::size_t periodic_from_ = 0;             // where the pending loop starts in history_
   std::optional<Boundary> boundary_;
   std::uint64_t period_ = 0;
   std::uint64_t found_at_iteration_ = 0;
