@@ -1,6 +1,8 @@
 #include "swap/policy_runner.h"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 #include <utility>
 
 namespace chameleon::shim::swap {
@@ -87,13 +89,23 @@ void PolicyRunner::BeginIteration() {
   const Compiled* installed = installed_.load(std::memory_order_relaxed);
   const bool switched = next != nullptr;
   const std::size_t old_n = installed ? installed->entries.size() : 0;
+  // A wrapping entry of the new generation that names the same out anchor, argument and size
+  // as a bound one of the old generation is the same tensor, off the device over the same
+  // boundary: it keeps the binding and comes back at the new entry's own trigger.
+  std::vector<AllocId> carried;
+  if (switched) {
+    carried.assign(next->entries.size(), 0);
+    if (installed != nullptr) CarryWrappedBindings(*installed, *next, &carried);
+  }
   for (std::size_t i = 0; i < old_n && i < bound_.size(); ++i) {
     if (bound_[i] == 0) continue;
     const bool wraps = (installed->entries[i].entry_flags & ipc::kEntryWraps) != 0;
+    const bool kept =
+        switched && wraps && std::find(carried.begin(), carried.end(), bound_[i]) != carried.end();
     // A non-wrapping entry should be back by now (its anchors were missed if not); a wrapping
     // one is brought back next iteration, unless the generation changes and nobody will. Either
     // way a prefetch now is cheaper than a safety-net fault later (no-op when resident).
-    if (!wraps || switched) engine_->SwapIn(bound_[i]);
+    if ((!wraps || switched) && !kept) engine_->SwapIn(bound_[i]);
     if (!wraps) bound_[i] = 0;
   }
   if (switched) {
@@ -107,13 +119,40 @@ void PolicyRunner::BeginIteration() {
   }
   iteration_.fetch_add(1, std::memory_order_relaxed);
   const std::size_t n = installed ? installed->entries.size() : 0;
-  if (switched || bound_.size() != n) bound_.assign(n, 0);
+  if (switched) {
+    bound_ = std::move(carried);
+  } else if (bound_.size() != n) {
+    bound_.assign(n, 0);
+  }
   dead_.assign(n, 0);
   counters_->policy_generation.store(generation(), std::memory_order_relaxed);
   counters_->predicted_stall_ns.store(installed ? installed->predicted_stall_ns : 0,
                                       std::memory_order_relaxed);
   engine_->FlushUnmaps();
   counters_->CloseIteration();
+}
+
+void PolicyRunner::CarryWrappedBindings(const Compiled& from, const Compiled& to,
+                                        std::vector<AllocId>* carried) const {
+  const auto key = [](const ipc::SwapEntry& e) {
+    return std::tuple(e.out_token, e.out_occurrence, e.out_arg, e.bytes);
+  };
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint16_t, std::uint64_t>, AllocId> off;
+  for (std::size_t i = 0; i < from.entries.size() && i < bound_.size(); ++i) {
+    if (bound_[i] != 0 && (from.entries[i].entry_flags & ipc::kEntryWraps) != 0) {
+      off.emplace(key(from.entries[i]), bound_[i]);
+    }
+  }
+  for (std::size_t j = 0; j < to.entries.size(); ++j) {
+    if ((to.entries[j].entry_flags & ipc::kEntryWraps) == 0) continue;
+    const auto it = off.find(key(to.entries[j]));
+    if (it == off.end()) continue;
+    (*carried)[j] = it->second;
+    off.erase(it);  // one tensor, one entry
+  }
+  counters_->Add(counters_->carried_bindings,
+                 static_cast<std::uint64_t>(std::count_if(carried->begin(), carried->end(),
+                                                          [](AllocId id) { return id != 0; })));
 }
 
 void PolicyRunner::Ignore(std::uint32_t entry) {

@@ -223,6 +223,49 @@ TEST_F(RunnerTest, AWrappingEntryKeepsItsBindingAcrossTheBoundary) {
   ASSERT_CU(ctx_sync_());
 }
 
+TEST_F(RunnerTest, ANewGenerationSwappingTheSameTensorOverTheBoundaryTakesItOverWhereItIs) {
+  CUdeviceptr p = 0, q = 0;
+  AllocId id = 0, other = 0;
+  ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
+  ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &q, &other));
+  // As above: out after bwd#0, in before fwd#0, used at fwd#1 of the next iteration.
+  chameleon::ipc::SwapEntry e = Entry(2 * kMiB, 0, 0, 1);
+  e.out_token = kBwd;
+  e.in_token = kFwd;
+  e.use_token = kFwd;
+  e.entry_flags = chameleon::ipc::kEntryWraps;
+  runner_->SetPolicy(MakePolicy(1, {e}));
+  Boundary();
+  EXPECT_EQ(Op(kFwd, other), Residency::kResident);
+  EXPECT_EQ(Op(kBwd, id), Residency::kSwappedOut);
+  // The next candidate swaps the same tensor over the boundary, with its swap-in one op later,
+  // and adds an entry of its own first (the entries' order differs).
+  chameleon::ipc::SwapEntry later = e;
+  later.in_occurrence = 1;
+  later.use_occurrence = 2;
+  chameleon::ipc::SwapEntry unrelated = Entry(2 * kMiB, 5, 5, 6);
+  runner_->SetPolicy(MakePolicy(2, {unrelated, later}));
+  Boundary();
+  // Not brought back at the switch: the new generation's trigger does it.
+  EXPECT_EQ(engine_->State(id), Residency::kSwappedOut);
+  EXPECT_EQ(C(counters_.carried_bindings), 1u);
+  EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);  // fwd#0 (not a use): generation 1's trigger
+  EXPECT_EQ(Op(kFwd, other), Residency::kResident);  // fwd#1 starts the swap-in
+  EXPECT_EQ(engine_->State(id), Residency::kResident);
+  EXPECT_EQ(Op(kFwd, id), Residency::kResident);  // fwd#2 waits for it
+  EXPECT_EQ(C(counters_.fault_ins), 0u);
+  EXPECT_EQ(C(counters_.policy_ignored), 0u);
+  // A generation whose entry differs in size is another tensor: brought back at the switch.
+  EXPECT_EQ(Op(kBwd, id), Residency::kSwappedOut);
+  chameleon::ipc::SwapEntry bigger = later;
+  bigger.bytes = 4 * kMiB;
+  runner_->SetPolicy(MakePolicy(3, {bigger}));
+  Boundary();
+  EXPECT_EQ(engine_->State(id), Residency::kResident);
+  EXPECT_EQ(C(counters_.carried_bindings), 1u);
+  ASSERT_CU(ctx_sync_());
+}
+
 TEST_F(RunnerTest, AnEntryNamingAFreedTensorIsIgnored) {
   CUdeviceptr p = 0, q = 0;
   AllocId id = 0, live = 0;
