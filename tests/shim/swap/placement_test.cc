@@ -331,15 +331,24 @@ TEST_F(PlacementTest, APolicyDroppingTheLeaseMidRunEndsWithNothingOnThePeer) {
   Op(kFwd, id);
   ASSERT_EQ(engine_->State(id), Residency::kSwappedOut);
   EXPECT_EQ(PeerBytes(), kBytes);
-  Clobber();  // the switch's swap-in reads the peer
+  Clobber();  // the swap-in must read the bytes from wherever they are
   runner_->SetPolicy(MakePolicy(2, {wraps}, {}));
   Boundary();
+  // Generation 2 swaps the same tensor over the same boundary: it stays off the device (the
+  // binding is carried over), and the dropped lease moves its bytes from the peer to host memory.
+  EXPECT_EQ(C(counters_.carried_bindings), 1u);
+  EXPECT_EQ(engine_->State(id), Residency::kSwappedOut);
   ASSERT_CU(ctx_sync_());
   Boundary();  // the revocation completes at a boundary once its copies are done
   EXPECT_EQ(runner_->generation(), 2u);
   EXPECT_EQ(C(counters_.leases_applied_generation), 2u);
   EXPECT_EQ(C(counters_.peer_held_bytes), 0u);
   EXPECT_EQ(PeerBytes(), 0u);
+  EXPECT_EQ(C(counters_.evacuated_bytes), kBytes);
+  // Generation 2's own trigger brings it back, from host memory, intact.
+  Op(kBwd, id);
+  EXPECT_EQ(engine_->State(id), Residency::kResident);
+  EXPECT_EQ(C(counters_.fault_ins), 0u);
   EXPECT_EQ(Mismatches(p, 11), 0u);
   // Under generation 2 the same entry swaps to host memory.
   Op(kFwd, id);
