@@ -70,15 +70,21 @@ using testing::Tensor;
 // 6 ops of 1 s (forward 0-2, backward 3-5). A and B (3 MiB) are idle from op 0 to op 5, C (5 MiB)
 // lives over ops 1-4, D (1 MiB, passed through) is used by every op. Requested bytes: 7 12 12 12
 // 12 7 MiB; in 2 MiB chunks: 9 15 15 15 15 9 MiB.
-Profile ThreeMiBTensors() {
+// Six ops of 1 s, tokens 10-15; ops before `backward_from` are forward, the rest backward.
+Profile SixOneSecondOps(std::uint32_t backward_from) {
   Profile p;
   p.iteration_s = 6;
   for (std::uint32_t i = 0; i < 6; ++i) {
     ProfileOp op;
     op.token = 10 + i;
-    op.phase = i < 3 ? Phase::kForward : Phase::kBackward;
+    op.phase = i < backward_from ? Phase::kForward : Phase::kBackward;
     p.ops.push_back(op);
   }
+  return p;
+}
+
+Profile ThreeMiBTensors() {
+  Profile p = SixOneSecondOps(3);
   p.tensors.push_back(Tensor(3 * kMiB, -1, -1, {0, 5}));
   p.tensors.push_back(Tensor(3 * kMiB, 0, 5, {0, 5}));
   p.tensors.push_back(Tensor(5 * kMiB, 1, 4, {1, 4}));
@@ -273,14 +279,7 @@ void CheckExecutorPlans(bool medium, std::uint64_t seeds) {
 // touches more than 8 MiB. Every idle interval (W: 1 -> 4 and 4 -> next 1, S: 1 -> 3, T: 2 -> 4)
 // lies within one layer of the next, so the paper's two-layer rule leaves nothing to swap.
 Profile AttentionInSmall() {
-  Profile p;
-  p.iteration_s = 6;
-  for (std::uint32_t i = 0; i < 6; ++i) {
-    ProfileOp op;
-    op.token = 10 + i;
-    op.phase = Phase::kForward;
-    p.ops.push_back(op);
-  }
+  Profile p = SixOneSecondOps(6);
   p.tensors.push_back(Tensor(4 * kMiB, -1, -1, {1, 4}));  // W
   p.tensors.push_back(Tensor(4 * kMiB, 1, 3, {1, 3}));    // S
   p.tensors.push_back(Tensor(4 * kMiB, 2, 4, {2, 4}));    // T

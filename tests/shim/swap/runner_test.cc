@@ -31,6 +31,17 @@ chameleon::ipc::SwapEntry Entry(std::uint64_t bytes, std::uint32_t out_occ, std:
   return e;
 }
 
+// Out after bwd#0 (the last use of the iteration); in before fwd#0 and use at fwd#1 of the NEXT
+// iteration.
+chameleon::ipc::SwapEntry WrappingEntry() {
+  chameleon::ipc::SwapEntry e = Entry(2 * kMiB, 0, 0, 1);
+  e.out_token = kBwd;
+  e.in_token = kFwd;
+  e.use_token = kFwd;
+  e.entry_flags = chameleon::ipc::kEntryWraps;
+  return e;
+}
+
 chameleon::ipc::Policy MakePolicy(std::uint64_t generation,
                                   std::vector<chameleon::ipc::SwapEntry> entries) {
   chameleon::ipc::Policy p;
@@ -195,14 +206,7 @@ TEST_F(RunnerTest, AWrappingEntryKeepsItsBindingAcrossTheBoundary) {
   AllocId id = 0, other = 0;
   ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
   ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &q, &other));
-  // Out after bwd#0 (the last use of the iteration); in before fwd#0 and use at fwd#1 of the
-  // NEXT iteration.
-  chameleon::ipc::SwapEntry e = Entry(2 * kMiB, 0, 0, 1);
-  e.out_token = kBwd;
-  e.in_token = kFwd;
-  e.use_token = kFwd;
-  e.entry_flags = chameleon::ipc::kEntryWraps;
-  runner_->SetPolicy(MakePolicy(1, {e}));
+  runner_->SetPolicy(MakePolicy(1, {WrappingEntry()}));
   Boundary();
   // First iteration: nothing is bound yet, so fwd#0 / fwd#1 do nothing (and count nothing).
   EXPECT_EQ(Op(kFwd, other), Residency::kResident);
@@ -228,12 +232,7 @@ TEST_F(RunnerTest, ANewGenerationSwappingTheSameTensorOverTheBoundaryTakesItOver
   AllocId id = 0, other = 0;
   ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
   ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &q, &other));
-  // As above: out after bwd#0, in before fwd#0, used at fwd#1 of the next iteration.
-  chameleon::ipc::SwapEntry e = Entry(2 * kMiB, 0, 0, 1);
-  e.out_token = kBwd;
-  e.in_token = kFwd;
-  e.use_token = kFwd;
-  e.entry_flags = chameleon::ipc::kEntryWraps;
+  const chameleon::ipc::SwapEntry e = WrappingEntry();
   runner_->SetPolicy(MakePolicy(1, {e}));
   Boundary();
   EXPECT_EQ(Op(kFwd, other), Residency::kResident);
@@ -249,7 +248,7 @@ TEST_F(RunnerTest, ANewGenerationSwappingTheSameTensorOverTheBoundaryTakesItOver
   // Not brought back at the switch: the new generation's trigger does it.
   EXPECT_EQ(engine_->State(id), Residency::kSwappedOut);
   EXPECT_EQ(C(counters_.carried_bindings), 1u);
-  EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);  // fwd#0 (not a use): generation 1's trigger
+  EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);   // fwd#0 (not a use): generation 1's trigger
   EXPECT_EQ(Op(kFwd, other), Residency::kResident);  // fwd#1 starts the swap-in
   EXPECT_EQ(engine_->State(id), Residency::kResident);
   EXPECT_EQ(Op(kFwd, id), Residency::kResident);  // fwd#2 waits for it
