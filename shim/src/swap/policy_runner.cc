@@ -93,19 +93,18 @@ void PolicyRunner::BeginIteration() {
   // as a bound one of the old generation is the same tensor, off the device over the same
   // boundary: it keeps the binding and comes back at the new entry's own trigger.
   std::vector<AllocId> carried;
+  std::vector<bool> kept(bound_.size(), false);  // by old entry: its binding was carried
   if (switched) {
     carried.assign(next->entries.size(), 0);
-    if (installed != nullptr) CarryWrappedBindings(*installed, *next, &carried);
+    if (installed != nullptr) CarryWrappedBindings(*installed, *next, &carried, &kept);
   }
   for (std::size_t i = 0; i < old_n && i < bound_.size(); ++i) {
     if (bound_[i] == 0) continue;
     const bool wraps = (installed->entries[i].entry_flags & ipc::kEntryWraps) != 0;
-    const bool kept =
-        switched && wraps && std::find(carried.begin(), carried.end(), bound_[i]) != carried.end();
     // A non-wrapping entry should be back by now (its anchors were missed if not); a wrapping
     // one is brought back next iteration, unless the generation changes and nobody will. Either
     // way a prefetch now is cheaper than a safety-net fault later (no-op when resident).
-    if ((!wraps || switched) && !kept) engine_->SwapIn(bound_[i]);
+    if ((!wraps || switched) && !kept[i]) engine_->SwapIn(bound_[i]);
     if (!wraps) bound_[i] = 0;
   }
   if (switched) {
@@ -133,26 +132,29 @@ void PolicyRunner::BeginIteration() {
 }
 
 void PolicyRunner::CarryWrappedBindings(const Compiled& from, const Compiled& to,
-                                        std::vector<AllocId>* carried) const {
+                                        std::vector<AllocId>* carried,
+                                        std::vector<bool>* kept) const {
   const auto key = [](const ipc::SwapEntry& e) {
     return std::tuple(e.out_token, e.out_occurrence, e.out_arg, e.bytes);
   };
-  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint16_t, std::uint64_t>, AllocId> off;
+  // Bound wrapping entries of `from`, by key: their index.
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint16_t, std::uint64_t>, std::size_t> off;
   for (std::size_t i = 0; i < from.entries.size() && i < bound_.size(); ++i) {
     if (bound_[i] != 0 && (from.entries[i].entry_flags & ipc::kEntryWraps) != 0) {
-      off.emplace(key(from.entries[i]), bound_[i]);
+      off.emplace(key(from.entries[i]), i);
     }
   }
+  std::uint64_t count = 0;
   for (std::size_t j = 0; j < to.entries.size(); ++j) {
     if ((to.entries[j].entry_flags & ipc::kEntryWraps) == 0) continue;
     const auto it = off.find(key(to.entries[j]));
     if (it == off.end()) continue;
-    (*carried)[j] = it->second;
+    (*carried)[j] = bound_[it->second];
+    (*kept)[it->second] = true;
+    ++count;
     off.erase(it);  // one tensor, one entry
   }
-  counters_->Add(counters_->carried_bindings,
-                 static_cast<std::uint64_t>(std::count_if(carried->begin(), carried->end(),
-                                                          [](AllocId id) { return id != 0; })));
+  counters_->Add(counters_->carried_bindings, count);
 }
 
 void PolicyRunner::Ignore(std::uint32_t entry) {

@@ -162,10 +162,11 @@ class PolicyRunner {
   void FireBefore(const Compiled* c, std::uint32_t token, const OccurrenceTicket& t,
                   CUstream stream);
   AllocId BindAtOut(std::uint32_t entry, std::span<const OpTensor> tensors);
-  /// At a generation switch: `(*carried)[j]` = the allocation bound to a wrapping entry of
-  /// `from` with the same out anchor, out_arg and bytes as wrapping entry j of `to` (0: none).
-  void CarryWrappedBindings(const Compiled& from, const Compiled& to,
-                            std::vector<AllocId>* carried) const;
+  /// At a generation switch: `(*carried)[j]` = the allocation bound to a wrapping entry i of
+  /// `from` with the same out anchor, out_arg and bytes as wrapping entry j of `to` (0: none),
+  /// and `(*kept)[i]` set for each such i (its tensor stays where it is).
+  void CarryWrappedBindings(const Compiled& from, const Compiled& to, std::vector<AllocId>* carried,
+                            std::vector<bool>* kept) const;
   void Ignore(std::uint32_t entry);
 
   SwapEngine* engine_;
