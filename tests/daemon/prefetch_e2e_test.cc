@@ -78,8 +78,15 @@ class PrefetchE2ETest : public SwapE2ETest {
 TEST_F(PrefetchE2ETest, SteadyStateSwapInsAreIssuedAheadOfTheirConsumersWithoutEvictions) {
   StartDaemon();
   std::uint64_t x = 0;
-  const std::vector<StatsRecord> all = RunLimited("policy", 4, 44, 4, {}, &x);
+  // 24 steps: on a quiet machine the final generation is in force from the 9th iteration record
+  // (the printed line below), which leaves 15 steady iterations; 3 are needed.
+  const std::vector<StatsRecord> all = RunLimited("policy", 4, 24, 4, {}, &x);
   const std::vector<StatsRecord> steady = SteadyUnderPolicy(all);
+  std::string generations;  // per iteration, for the log: where the final policy came into force
+  for (const StatsRecord& r : IterationRecords(all)) {
+    generations += std::to_string(r.generation_in_force) + " ";
+  }
+  std::printf("generation in force per iteration: %s\n", generations.c_str());
   ASSERT_GE(steady.size(), 3u) << "fewer than 3 iterations under the final policy";
   const std::uint64_t ahead = Sum(steady, "prefetches");
   const std::uint64_t late = Sum(steady, "late_swap_ins");
