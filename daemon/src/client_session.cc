@@ -46,6 +46,7 @@ ClientSession::ClientSession(ClientIdentity identity, ipc::Segment segment,
       loop_(identity_, options.detection),
       recorder_(identity_, segment_.header(), &live_, &names_),
       exclusions_(identity_),
+      device_view_(identity_),
       trials_(policy::CandidateConfigs(options.policy,
                                        static_cast<std::uint32_t>(options.detection.stage_n + 1))),
       publisher_(identity_, segment_.mailbox_writer()) {
@@ -146,9 +147,9 @@ bool ClientSession::HandleRecord(const ipc::RecordView& record) {
       if (!Load(record, &alloc)) break;
       if (static_cast<ipc::AllocKind>(alloc.kind) == ipc::AllocKind::kHost) return true;
       if (live_.size() < kMaxLiveAllocations || live_.count(alloc.id) != 0) {
-        live_[alloc.id] = LiveAllocation{alloc.bytes, alloc.swappable != 0};
+        live_[alloc.id] = LiveAllocation{alloc.bytes, alloc.swappable != 0, alloc.device};
       }
-      recorder_.AddAlloc(alloc.id, alloc.bytes, alloc.swappable != 0, detailed);
+      recorder_.AddAlloc(alloc.id, alloc.bytes, alloc.swappable != 0, alloc.device, detailed);
       return true;
     }
     case ipc::RecordType::kFree: {

@@ -21,6 +21,7 @@ std::uint32_t ProfileBuilder::TensorIndex(std::uint64_t id) {
       if (live != live_->end()) {
         tensor.bytes = live->second.bytes;
         tensor.swappable = live->second.swappable;
+        tensor.device = live->second.device;
       }
     }
     profile_.tensors.push_back(std::move(tensor));
@@ -57,13 +58,15 @@ void ProfileBuilder::AddOp(std::uint32_t token, std::span<const std::uint64_t> r
   profile_.ops.push_back(std::move(entry));
 }
 
-void ProfileBuilder::AddAlloc(std::uint64_t id, std::uint64_t bytes, bool swappable) {
+void ProfileBuilder::AddAlloc(std::uint64_t id, std::uint64_t bytes, bool swappable,
+                              std::uint16_t device) {
   // An id reused inside the iteration cannot happen (ids are monotonic); a hostile client's
   // duplicate simply updates the same tensor.
   const std::uint32_t tensor = TensorIndex(id);
   auto& t = profile_.tensors[tensor];
   t.bytes = bytes;
   t.swappable = swappable;
+  t.device = device;
   t.alloc_op = static_cast<std::int32_t>(profile_.ops.size());
 }
 

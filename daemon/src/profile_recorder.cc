@@ -76,8 +76,8 @@ void ProfileRecorder::AddOp(std::uint32_t token, std::span<const std::uint64_t> 
 }
 
 void ProfileRecorder::AddAlloc(std::uint64_t id, std::uint64_t bytes, bool swappable,
-                               bool detailed) {
-  if (detailed && state_ == State::kCollecting) builder_.AddAlloc(id, bytes, swappable);
+                               std::uint16_t device, bool detailed) {
+  if (detailed && state_ == State::kCollecting) builder_.AddAlloc(id, bytes, swappable, device);
 }
 
 void ProfileRecorder::AddFree(std::uint64_t id, bool detailed) {

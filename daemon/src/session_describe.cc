@@ -109,6 +109,7 @@ void ClientSession::Describe(bool detailed, nlohmann::json* out) const {
   trials_.Describe(applied, clock_.iteration_s(), &policy);
   j["policy"] = policy;
   j["pointer_targets"] = exclusions_.Json();
+  j["planned_device"] = device_view_.Json();
   const auto& profile = recorder_.profile();
   j["profile"] = profile ? nlohmann::json{{"ops", profile->ops.size()},
                                           {"tensors", profile->tensors.size()},

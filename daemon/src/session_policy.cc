@@ -221,8 +221,12 @@ ClientSession::TakeGeneration(std::uint32_t* index) {
   }
   options.release_at_issue = true;
   options = WithHostLink(options);
-  // Pointer-table targets unswappable.
-  return {exclusions_.ProfileFor(recorder_.profile()), options};
+  // Only the executor's device's tensors count against its limit; pointer-table targets are
+  // unswappable.
+  const std::uint64_t executor_device =
+      segment_.header()->executor_device.load(std::memory_order_acquire);
+  return {exclusions_.ProfileFor(device_view_.ProfileFor(recorder_.profile(), executor_device)),
+          options};
 }
 
 void ClientSession::InstallCandidate(CandidateResult result) {

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <limits>
+
 namespace chameleon::policy {
 namespace {
 
@@ -89,6 +91,10 @@ ProfileTensor ParseTensor(const json& v, const std::string& where, std::size_t o
   const json& swappable = Field(v, "swappable", where);
   if (!swappable.is_boolean()) Fail(where + ".swappable", "expected boolean");
   t.swappable = swappable.get<bool>();
+  if (v.contains("device")) {  // optional: 0 (the only device) when absent
+    t.device = static_cast<std::uint16_t>(
+        Signed(v["device"], where + ".device", 0, std::numeric_limits<std::uint16_t>::max()));
+  }
   return t;
 }
 
@@ -133,6 +139,7 @@ std::string ProfileToJson(const Profile& profile, int indent) {
                        {"free_op", t.free_op},
                        {"uses", t.uses},
                        {"swappable", t.swappable}});
+    if (t.device != 0) tensors.back()["device"] = t.device;
   }
   // Op names come from untrusted traces: replace invalid UTF-8 rather than throw.
   return doc.dump(indent, ' ', false, json::error_handler_t::replace);

@@ -153,7 +153,11 @@ std::uint64_t ExecutorPolicySink::OwnLimit() const {
 }
 
 void ExecutorPolicySink::PublishCounters(ipc::SegmentHeader* header) const {
-  if (const Executor* ex = On()) ex->counters.PublishTo(header);
+  const Executor* ex = On();
+  if (ex == nullptr) return;
+  ex->counters.PublishTo(header);
+  header->executor_device.store(static_cast<std::uint64_t>(ex->device) + 1,
+                                std::memory_order_relaxed);
 }
 
 bool ExecutorServes(const Executor& ex, std::uint16_t device, std::uint64_t bytes) {

@@ -50,5 +50,22 @@ TEST(ProfileBuilder, AssemblesOpsTensorsLifetimesAndMemory) {
   EXPECT_EQ(round_trip.tensors.size(), 3u);
 }
 
+// Issue 16: a process driving several devices records tensors of each; the device planned for
+// is chosen later (ExecutorDeviceView), so the builder keeps each tensor's own.
+TEST(ProfileBuilder, KeepsTheDeviceOfEveryTensorAllocatedBeforeOrDuringTheIteration) {
+  std::unordered_map<std::uint64_t, LiveAllocation> live{{7, {4096, true, 2}}};
+  ProfileBuilder builder;
+  builder.Begin(&live);
+  builder.AddAlloc(9, 1024, true, /*device=*/3);
+  const std::uint64_t reads[] = {7, 9};
+  builder.AddOp(20, reads, ipc::kNoAllocation);
+  const auto profile = builder.Finish({}, 0.25, "test");
+  ASSERT_EQ(profile.tensors.size(), 2u);
+  EXPECT_EQ(profile.tensors[0].external_id, 9u);
+  EXPECT_EQ(profile.tensors[0].device, 3u);
+  EXPECT_EQ(profile.tensors[1].external_id, 7u);
+  EXPECT_EQ(profile.tensors[1].device, 2u);
+}
+
 }  // namespace
 }  // namespace chameleon::daemon

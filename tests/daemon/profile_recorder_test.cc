@@ -29,7 +29,7 @@ class ProfileRecorderTest : public ::testing::Test {
     const std::uint64_t first[] = {7};
     ASSERT_TRUE(recorder_->Accepts(true));
     recorder_->AddOp(20, first, ipc::kNoAllocation);
-    recorder_->AddAlloc(9, 1024, true, true);
+    recorder_->AddAlloc(9, 1024, true, /*device=*/0, /*detailed=*/true);
     const std::uint64_t second[] = {7, 9};
     recorder_->AddOp(21, second, ipc::kNoAllocation);
   }

@@ -78,7 +78,8 @@ RunOutput Finish(const Child& child) {
 
 std::vector<std::string> ResultLines(const std::string& out) {
   std::vector<std::string> lines;
-  static const std::regex step("^(step [0-9]+ loss [^ ]+|iteration [0-9]+)");
+  // The toy trainer's losses, the model-shaped trainer's digests, the replayer's iterations.
+  static const std::regex step("^(step [0-9]+ (loss|digest) [^ ]+|iteration [0-9]+)");
   std::istringstream in(out);
   for (std::string line; std::getline(in, line);) {
     std::smatch m;

@@ -55,6 +55,7 @@ TEST(ProfileJson, ShouldRoundTripEveryField) {
   p.layers_hint = 12;
   p.ops[1].phase = policy::Phase::kBackward;
   p.tensors[3].swappable = false;
+  p.tensors[2].device = 3;
   const policy::Profile q = policy::ProfileFromJson(policy::ProfileToJson(p, 2));
   EXPECT_EQ(q.source, p.source);
   EXPECT_EQ(q.layers_hint, 12u);
@@ -76,6 +77,7 @@ TEST(ProfileJson, ShouldRoundTripEveryField) {
     EXPECT_EQ(q.tensors[i].free_op, p.tensors[i].free_op);
     EXPECT_EQ(q.tensors[i].uses, p.tensors[i].uses);
     EXPECT_EQ(q.tensors[i].swappable, p.tensors[i].swappable);
+    EXPECT_EQ(q.tensors[i].device, p.tensors[i].device);
   }
 }
 
@@ -103,6 +105,12 @@ TEST(ProfileJson, ShouldNameTheOffendingField) {
   doc = good;
   doc["tensors"][2]["free_op"] = 3;
   EXPECT_THAT(ErrorOf(doc), HasSubstr("$.tensors[2].free_op: 3 out of range [-1, 2]"));
+  doc = good;
+  doc["tensors"][1]["device"] = 65536;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("$.tensors[1].device: 65536 out of range [0, 65535]"));
+  doc = good;
+  doc["tensors"][1]["device"] = "gpu1";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("$.tensors[1].device: expected integer"));
   doc = good;
   doc["ops"][0]["phase"] = "sideways";
   EXPECT_THAT(ErrorOf(doc), HasSubstr("$.ops[0].phase: unknown phase"));

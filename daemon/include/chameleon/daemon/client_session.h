@@ -35,6 +35,7 @@
 #include "chameleon/daemon/boundary_detector.h"
 #include "chameleon/daemon/candidate_trials.h"
 #include "chameleon/daemon/client_identity.h"
+#include "chameleon/daemon/executor_device_view.h"
 #include "chameleon/daemon/iteration_clock.h"
 #include "chameleon/daemon/iteration_tracker.h"
 #include "chameleon/daemon/loop_boundary.h"
@@ -194,6 +195,7 @@ class ClientSession {
   SwapTraffic traffic_;
   ProfileRecorder recorder_;
   PointerExclusions exclusions_;
+  ExecutorDeviceView device_view_;
   CandidateTrials trials_;
   StageHold hold_;
   PolicyPublisher publisher_;

@@ -20,6 +20,7 @@ namespace chameleon::daemon {
 struct LiveAllocation {
   std::uint64_t bytes = 0;
   bool swappable = true;
+  std::uint16_t device = 0;  ///< the client's device ordinal (AllocRecord::device)
 };
 
 /// Not thread-safe.
@@ -28,7 +29,7 @@ class ProfileBuilder {
   /// Starts a new profile; `live` describes allocations made before the iteration.
   void Begin(const std::unordered_map<std::uint64_t, LiveAllocation>* live);
   void AddOp(std::uint32_t token, std::span<const std::uint64_t> reads, std::uint64_t written);
-  void AddAlloc(std::uint64_t id, std::uint64_t bytes, bool swappable);
+  void AddAlloc(std::uint64_t id, std::uint64_t bytes, bool swappable, std::uint16_t device = 0);
   void AddFree(std::uint64_t id);
   void AddMemInfo(std::uint64_t bytes_live);
   std::size_t ops() const { return profile_.ops.size(); }

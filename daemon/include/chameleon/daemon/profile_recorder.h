@@ -54,7 +54,8 @@ class ProfileRecorder {
   void OpOutside(std::uint64_t last_boundary) {
     if (state_ == State::kCollecting) Finish(last_boundary);
   }
-  void AddAlloc(std::uint64_t id, std::uint64_t bytes, bool swappable, bool detailed);
+  void AddAlloc(std::uint64_t id, std::uint64_t bytes, bool swappable, std::uint16_t device,
+                bool detailed);
   void AddFree(std::uint64_t id, bool detailed);
   void AddMemInfo(std::uint64_t bytes_live, bool detailed);
   /// A mark at boundary `boundary`: it closes the detailed iteration being collected.

@@ -113,7 +113,12 @@ struct alignas(kFalseSharing) SegmentHeader {
   /// lower an owner's limit by its lease again at every republish. 0 from an older writer (the
   /// daemon then reads device_limit_bytes) and while the executor is not decided.
   std::atomic<std::uint64_t> own_limit_bytes;
-  std::uint8_t pad6[kFalseSharing - 56];
+  /// Layout 1.5: the device the swap executor serves, plus one (its ordinal in the client's
+  /// numbering); 0 from an older writer and while the executor is not decided. The executor
+  /// serves one device, so a process driving several (a pipeline) is planned for that one only
+  /// (docs/policy.md, "Several devices in one process").
+  std::atomic<std::uint64_t> executor_device;
+  std::uint8_t pad6[kFalseSharing - 64];
 
   // --- slot 7 (layout 1.1): executor detail (client writes; zero from a 1.0 writer). The SLOT7
   // rows of executor_counters.inc, in its order. ---
@@ -165,6 +170,7 @@ static_assert(offsetof(SegmentHeader, reclaim_request_bytes) == 6 * kFalseSharin
 static_assert(offsetof(SegmentHeader, peer_held_bytes) == 6 * kFalseSharing + 32);
 static_assert(offsetof(SegmentHeader, leases_applied_generation) == 6 * kFalseSharing + 40);
 static_assert(offsetof(SegmentHeader, own_limit_bytes) == 6 * kFalseSharing + 48);
+static_assert(offsetof(SegmentHeader, executor_device) == 6 * kFalseSharing + 56);
 static_assert(offsetof(SegmentHeader, prefetch_misses) == 7 * kFalseSharing);
 static_assert(offsetof(SegmentHeader, fault_ins) == 7 * kFalseSharing + 8);
 static_assert(offsetof(SegmentHeader, evictions) == 7 * kFalseSharing + 16);
