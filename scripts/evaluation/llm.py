@@ -144,6 +144,11 @@ def bound(build, row, figures):
            "--unlimited-s", f"{t:.9f}", "--forward-s", f"{row.forward_s:.9f}"]
     if row.backward_s is not None:  # the windowed bound T_w; printed phases may round past t
         cmd += ["--backward-s", f"{min(row.backward_s, t - row.forward_s):.9f}"]
+    return run_bound(cmd)
+
+
+def run_bound(cmd):
+    """chameleon-bound's JSON answer with the command that gave it, or status "error"."""
     p = subprocess.run(cmd, capture_output=True, text=True)
     try:
         out = json.loads(p.stdout)
@@ -151,6 +156,14 @@ def bound(build, row, figures):
         return {"status": "error", "error": (p.stderr or p.stdout).strip()[-200:]}
     out["command"] = " ".join(["chameleon-bound", *cmd[1:]])
     return out
+
+
+def failure_notes(row):
+    """A note for each of the row's shim runs that failed."""
+    for which in ("off", "swap"):
+        r = getattr(row, which)
+        if r is not None and not r.ok:
+            row.notes.append(f"{which}: rc {r.rc}: {(r.oom_line() or r.stderr.strip()[-200:])}")
 
 
 def measure(cfg, case):
@@ -197,10 +210,7 @@ def measure(cfg, case):
             row.swap.daemon = d.last
             row.stable_at = d.first_stable()
         row.steady = steady(read_stats(stats), row.limit, row.ref.peak)
-    for which in ("off", "swap"):
-        r = getattr(row, which)
-        if not r.ok:
-            row.notes.append(f"{which}: rc {r.rc}: {(r.oom_line() or r.stderr.strip()[-200:])}")
+    failure_notes(row)
     return row
 
 

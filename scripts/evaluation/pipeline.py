@@ -6,10 +6,8 @@ the daemon's policy, which plans device 0, the one the shim's executor serves (d
 "Several devices in one process"), against the pipeline's transfer bound from `chameleon-bound
 pipeline` (policy::ComputeTransferBound(PipelineBoundInput), tested). Host placement only: the
 executor does not place a process's swaps on its own other devices yet, so there is no peer row."""
-import json
 import os
 import re
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 
@@ -75,13 +73,7 @@ def bound(build, row, figures):
         cmd += ["--stage", f"peak={row.peaks[d]},compute={row.busy.get(d, 0.0):.9f},"
                 f"out-bw={int(figures['device_to_host_bandwidth'])},"
                 f"in-bw={int(figures['host_to_device_bandwidth'])}"]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    try:
-        out = json.loads(p.stdout)
-    except ValueError:
-        return {"status": "error", "error": (p.stderr or p.stdout).strip()[-200:]}
-    out["command"] = " ".join(["chameleon-bound", *cmd[1:]])
-    return out
+    return llm.run_bound(cmd)
 
 
 def measure(cfg, case):
@@ -132,10 +124,7 @@ def measure(cfg, case):
             row.stable_at = d.first_stable()
             row.planned_device = seen
         row.steady = llm.steady(llm.read_stats(stats), row.limit, row.peaks[0])
-    for which in ("off", "swap"):
-        r = getattr(row, which)
-        if not r.ok:
-            row.notes.append(f"{which}: rc {r.rc}: {(r.oom_line() or r.stderr.strip()[-200:])}")
+    llm.failure_notes(row)
     return row
 
 
