@@ -152,12 +152,16 @@ def _x(a, b):
     return "—" if a is None or b is None or b == 0 else f"{a / b:.2f}×"
 
 
+def _failure(r):
+    return "out of memory" if r.oom_line() else f"failed (rc {r.rc})"
+
+
 def _outcome(row, which):
     r = getattr(row, which)
     if r is None:
         return "—"
     if not r.ok:
-        return "out of memory" if r.oom_line() else f"failed (rc {r.rc})"
+        return _failure(r)
     return _s(r.steady_time()) + ("" if identical(row, which) else " (results differ!)")
 
 
@@ -165,9 +169,7 @@ def _plain(row):
     r = row.plain
     if r is None:
         return "—"
-    if r.ok:
-        return "trained (the limit did not bind)"
-    return "out of memory" if r.oom_line() else f"failed (rc {r.rc})"
+    return "trained (the limit did not bind)" if r.ok else _failure(r)
 
 
 def section(rows):
