@@ -26,6 +26,10 @@ const std::string kResNetTrace = CHAMELEON_TRACES_DIR "/resnet_1gpu_et.json.gz";
 /// Megatron-LM GPT forward, rank 0 (docs/replay.md): 40 identical layers, one aten::max a step.
 const std::string kMegatronTrace = CHAMELEON_TRACES_DIR "/megatron_et_0.json.gz";
 const std::string kMegatronKineto = CHAMELEON_TRACES_DIR "/megatron_kineto_0.json.gz";
+// These tests judge detection and profiles, not data: a replayed kernel that samples one word per
+// MiB instead of per 64 KiB writes a sixteenth of the pages (the Megatron trace faults ~2.5 GB of
+// simulated memory an iteration at 64 KiB, nearly all of the tests' time in the kernel).
+const char* const kSparseSamples[2] = {"--sample-stride", "1048576"};
 
 class TrainerTest : public DaemonTest {
  protected:
@@ -102,8 +106,9 @@ class TrainerTest : public DaemonTest {
           return exited;
         },
         // Sample until the program ends: the last description is what the tests judge. The
-        // replayed Megatron trace takes 5-9 s of wall time an iteration here (16 of them: 95 s
-        // alone, more beside another test); a shorter cap judged a description from the middle.
+        // replayed Megatron trace takes ~1.6 s of wall time an iteration here with sparse
+        // samples, several times more beside another test on a loaded machine; a shorter cap
+        // judged a description from the middle.
         kRunCapMs);
     if (!exited) waitpid(pid, &status, 0);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "trainer status " << status;
@@ -181,9 +186,10 @@ TEST_F(TrainerTest, ResNetReplayBoundariesAreItsProfilerSteps) {
   ASSERT_TRUE(
       test_support::RequiredFile(trace, "trace (CMake cache variable CHAMELEON_TRACES_DIR)"));
   std::string text;
-  RunToEnd({trace, "--iterations", "6"}, &text, replay_);
+  RunToEnd({trace, "--iterations", "6", kSparseSamples[0], kSparseSamples[1]}, &text, replay_);
   const std::uint64_t ops_6 = OpsTotal();
-  const auto d = RunToEnd({trace, "--iterations", "12"}, &text, replay_);
+  const auto d =
+      RunToEnd({trace, "--iterations", "12", kSparseSamples[0], kSparseSamples[1]}, &text, replay_);
   const std::uint64_t ops_12 = OpsTotal() - ops_6;
   // Ground truth: each replayed iteration is one recorded profiler step (docs/replay.md); six
   // more of them add exactly six steps' ops.
@@ -212,14 +218,15 @@ TEST_F(TrainerTest, ResNetReplayDetailedProfileIsTheWholeIteration) {
   nlohmann::json profile;
   std::string text;
   const auto d =
-      RunToEnd({trace, "--iterations", "14"}, &text, replay_, [&](const nlohmann::json& c) {
-        if (!profile.is_null() || !c["profile"].is_object() ||
-            c["profile"]["iteration_s"].get<double>() <= 0) {
-          return;
-        }
-        const auto dump = Control({{"command", "dump-profile"}, {"id", c["id"]}});
-        if (dump["ok"].get<bool>()) profile = dump["profile"];
-      });
+      RunToEnd({trace, "--iterations", "14", kSparseSamples[0], kSparseSamples[1]}, &text, replay_,
+               [&](const nlohmann::json& c) {
+                 if (!profile.is_null() || !c["profile"].is_object() ||
+                     c["profile"]["iteration_s"].get<double>() <= 0) {
+                   return;
+                 }
+                 const auto dump = Control({{"command", "dump-profile"}, {"id", c["id"]}});
+                 if (dump["ok"].get<bool>()) profile = dump["profile"];
+               });
   ASSERT_TRUE(d.is_object());
   ASSERT_TRUE(profile.is_object()) << "no timed profile while the replay ran; " << d.dump(2);
   // The whole detected iteration: one profile op per op of the period.
@@ -336,10 +343,13 @@ TEST_F(PatternReplayTest, ShouldCutTheReplayedMegatronTraceAtTheBoundaryPattern)
   ASSERT_TRUE(test_support::RequiredFile(kMegatronTrace,
                                          "trace (CMake cache variable CHAMELEON_TRACES_DIR)"));
   std::string text;
-  RunToEnd({kMegatronTrace, "--kineto", kMegatronKineto, "--iterations", "4"}, &text, replay_);
+  RunToEnd({kMegatronTrace, "--kineto", kMegatronKineto, "--iterations", "4", kSparseSamples[0],
+            kSparseSamples[1]},
+           &text, replay_);
   const std::uint64_t ops_4 = OpsTotal();
-  const auto d =
-      RunToEnd({kMegatronTrace, "--kineto", kMegatronKineto, "--iterations", "16"}, &text, replay_);
+  const auto d = RunToEnd({kMegatronTrace, "--kineto", kMegatronKineto, "--iterations", "16",
+                           kSparseSamples[0], kSparseSamples[1]},
+                          &text, replay_);
   const std::uint64_t ops_16 = OpsTotal() - ops_4;
   // Ground truth: twelve more replayed iterations add exactly twelve iterations' ops.
   ASSERT_EQ((ops_16 - ops_4) % 12, 0u) << ops_4 << " ops in 4 iterations, " << ops_16 << " in 16";
