@@ -10,7 +10,7 @@ void LeaseBook::SetRules(std::uint64_t reserve_bytes, std::uint64_t deadline_ns)
 }
 
 void LeaseBook::SetLender(const std::string& gpu, std::uint32_t owner, std::uint64_t capacity,
-                          std::uint64_t peak) {
+                          std::uint64_t peak, bool self_only) {
   Gpu& g = gpus_[gpu];
   // A new owner is a new process on the GPU: a lessee that hung on the old one's leases says
   // nothing about this one's.
@@ -22,6 +22,7 @@ void LeaseBook::SetLender(const std::string& gpu, std::uint32_t owner, std::uint
   g.capacity = capacity;
   g.peak = std::max(g.peak, peak);  // the owner's peak so far: lending follows its high-water
   g.paused = false;
+  g.self_only = self_only;
 }
 
 void LeaseBook::Pause(const std::string& gpu) {
@@ -51,8 +52,9 @@ bool LeaseBook::Stopped(const std::string& gpu) const {
 
 std::uint64_t LeaseBook::Grant(const std::string& gpu, std::uint32_t lessee, std::uint64_t bytes) {
   if (bytes == 0 || bytes > Spare(gpu)) return 0;
-  const std::uint32_t owner = gpus_.at(gpu).owner;
-  if (owner == lessee) return 0;
+  const Gpu& g = gpus_.at(gpu);
+  const std::uint32_t owner = g.owner;
+  if (g.self_only ? owner != lessee : owner == lessee) return 0;
   for (auto& [id, lease] : leases_) {
     if (lease.gpu == gpu && lease.lessee == lessee && lease.state == Lease::State::kActive) {
       lease.bytes += bytes;
@@ -143,7 +145,9 @@ std::vector<Lease> LeaseBook::Active(std::uint32_t lessee) const {
 
 std::uint64_t LeaseBook::LentBy(std::uint32_t owner) const {
   std::uint64_t bytes = 0;
-  for (const auto& [id, lease] : leases_) bytes += lease.owner == owner ? lease.bytes : 0;
+  for (const auto& [id, lease] : leases_) {
+    bytes += lease.owner == owner && lease.lessee != owner ? lease.bytes : 0;
+  }
   return bytes;
 }
 

@@ -38,7 +38,17 @@ int OrdinalOf(const std::vector<ipc::DeviceFacts>& devices, const std::string& b
 }
 
 std::string OwnGpu(const NodeClient& c) {
+  for (const ipc::DeviceFacts& d : c.devices) {
+    if (c.executor_ordinal >= 0 && d.ordinal == c.executor_ordinal) return BusOf(d);
+  }
   return c.devices.empty() ? std::string() : BusOf(c.devices.front());
+}
+
+/// The program's peak on `d` (0 when the shim reports none for it).
+std::uint64_t PeakOn(const NodeClient& c, const ipc::DeviceFacts& d) {
+  return d.ordinal >= 0 && static_cast<std::size_t>(d.ordinal) < c.device_peaks.size()
+             ? c.device_peaks[static_cast<std::size_t>(d.ordinal)]
+             : 0;
 }
 
 /// The clients' device facts as topology::BuildNode takes them.
@@ -103,10 +113,16 @@ std::vector<std::uint32_t> NodeLending::Round(std::uint64_t now_ns,
 void NodeLending::UpdateLenders(std::uint64_t now_ns, const std::vector<NodeClient>& clients,
                                 const LendingOptions& options,
                                 std::vector<std::uint32_t>* republish) {
-  std::map<std::string, std::vector<const NodeClient*>> owners;  // GPU -> clients it is first of
+  std::map<std::string, std::vector<const NodeClient*>> owners;  // GPU -> clients it is own of
+  std::map<std::string, int> users;  // GPU -> clients it is own of or that have a peak there
   for (const NodeClient& c : clients) {
-    if (!c.devices.empty()) owners[OwnGpu(c)].push_back(&c);
+    if (c.devices.empty()) continue;
+    owners[OwnGpu(c)].push_back(&c);
+    for (const ipc::DeviceFacts& d : c.devices) {
+      if (BusOf(d) == OwnGpu(c) || PeakOn(c, d) > 0) ++users[BusOf(d)];
+    }
   }
+  UpdateSelfLenders(now_ns, clients, options, owners, users, republish);
   for (const auto& [gpu, on] : owners) {
     const NodeClient& owner = *on.front();
     // A GPU two clients run on has no single owner whose peak bounds its use; one whose owner
@@ -126,6 +142,34 @@ void NodeLending::UpdateLenders(std::uint64_t now_ns, const std::vector<NodeClie
         "{} bytes itself, {} client(s) on it)",
         gpu, lessees.size(), owner.id, owner.reclaim_request_bytes, owner.demand_bytes, on.size());
     for (std::uint32_t lessee : lessees) AddOnce(republish, lessee);
+  }
+}
+
+void NodeLending::UpdateSelfLenders(
+    std::uint64_t now_ns, const std::vector<NodeClient>& clients, const LendingOptions& options,
+    const std::map<std::string, std::vector<const NodeClient*>>& owners,
+    const std::map<std::string, int>& users, std::vector<std::uint32_t>* republish) {
+  std::map<std::string, std::uint32_t> lending;  // self-only GPUs this round -> their owner
+  for (const NodeClient& c : clients) {
+    if (!options.node_placement) break;
+    for (const ipc::DeviceFacts& d : c.devices) {
+      const std::string gpu = BusOf(d);
+      const std::uint64_t peak = PeakOn(c, d);
+      if (peak == 0 || owners.contains(gpu) || users.at(gpu) != 1) continue;
+      book_.SetLender(gpu, c.id, d.total_memory, peak, /*self_only=*/true);
+      lending[gpu] = c.id;
+      if (book_.LentOn(gpu) > book_.Lendable(gpu)) {  // its peak grew into the lease
+        spdlog::info("gpu {}: client {}'s peak there grew to {} bytes; revoking its own lease", gpu,
+                     c.id, peak);
+        for (std::uint32_t lessee : book_.Revoke(gpu, now_ns)) AddOnce(republish, lessee);
+      }
+    }
+  }
+  // A self-only GPU no longer its client's alone (another client came, or its peak is gone).
+  for (const auto& [gpu, g] : book_.gpus()) {
+    if (!g.self_only || g.paused || lending.contains(gpu)) continue;
+    book_.Pause(gpu);
+    for (std::uint32_t lessee : book_.Revoke(gpu, now_ns)) AddOnce(republish, lessee);
   }
 }
 
@@ -164,6 +208,9 @@ bool NodeLending::InputsChanged(const std::vector<NodeClient>& clients,
     inputs += std::to_string(c.id) + ":" + std::to_string(c.demand_bytes) + ":" +
               std::to_string(book_.Lendable(OwnGpu(c))) + ":" +
               (options.borrowers.Allows(c.uid) ? "b;" : "-;");
+  }
+  for (const auto& [gpu, g] : book_.gpus()) {
+    if (g.self_only) inputs += gpu + "=" + std::to_string(book_.Lendable(gpu)) + ";";
   }
   if (inputs == last_inputs_) return false;
   last_inputs_ = inputs;
@@ -264,8 +311,11 @@ std::uint64_t NodeLending::Lend(const NodeClient& c, const std::string& gpu, std
                                 const LendingOptions& options, std::vector<std::uint32_t>* owners,
                                 std::vector<std::uint32_t>* lessees) {
   // Leases only where the lessee may borrow and can address the GPU itself (its own ordinal);
-  // anything else stays with the host share.
-  if (!options.borrowers.Allows(c.uid) || OrdinalOf(c.devices, gpu) < 0) return 0;
+  // anything else stays with the host share. Room on its own other devices needs no permission.
+  const auto lender = book_.gpus().find(gpu);
+  const bool own_room =
+      lender != book_.gpus().end() && lender->second.self_only && lender->second.owner == c.id;
+  if ((!own_room && !options.borrowers.Allows(c.uid)) || OrdinalOf(c.devices, gpu) < 0) return 0;
   std::uint64_t held = 0;
   for (const Lease& lease : book_.Active(c.id)) held += lease.gpu == gpu ? lease.bytes : 0;
   // Grow towards the answer as far as the GPU's spare allows (another lessee may still hold

@@ -151,6 +151,14 @@ NodeClient ClientSession::NodeView() const {
   view.devices = identity_.hello.devices;
   view.limit_bytes = OwnLimit();
   view.peak_bytes = h->device_bytes_peak.load(std::memory_order_relaxed);
+  // Untrusted: a wrong figure only misleads the lending of this client's own other devices to
+  // itself (UpdateSelfLenders); an ordinal no HELLO device has is never looked up.
+  const std::uint64_t executor = h->executor_device.load(std::memory_order_acquire);
+  if (executor >= 1 && executor <= 0x10000) view.executor_ordinal = static_cast<int>(executor - 1);
+  view.device_peaks.resize(ipc::kSegmentDevicePeaks);
+  for (std::size_t d = 0; d < ipc::kSegmentDevicePeaks; ++d) {
+    view.device_peaks[d] = h->device_peak_bytes[d].load(std::memory_order_relaxed);
+  }
   view.reclaim_request_bytes = h->reclaim_request_bytes.load(std::memory_order_acquire);
   view.leases_applied_generation = h->leases_applied_generation.load(std::memory_order_acquire);
   if (base_ && !disabled_) {

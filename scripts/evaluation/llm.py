@@ -131,6 +131,9 @@ def steady(records, limit, peak):
             "ahead": total("prefetches") / ins if ins else None,
             "fault_ins": total("fault_ins") / len(c), "evictions": total("evictions") / len(c),
             "out_per_excess": total("swap_out_bytes") / len(c) / max(1, peak - limit),
+            # Swapped bytes that went to a peer GPU (node placement) rather than host memory.
+            "peer_share": (total("peer_out_bytes") / total("swap_out_bytes")
+                           if total("swap_out_bytes") else None),
             "wait_s": total("swap_in_wait_ns") / len(c) / 1e9,
             "predicted_s": total("predicted_stall_ns") / len(c) / 1e9}
 
@@ -160,8 +163,8 @@ def run_bound(cmd):
 
 def failure_notes(row):
     """A note for each of the row's shim runs that failed."""
-    for which in ("off", "swap"):
-        r = getattr(row, which)
+    for which in ("off", "swap", "host"):
+        r = getattr(row, which, None)
         if r is not None and not r.ok:
             row.notes.append(f"{which}: rc {r.rc}: {(r.oom_line() or r.stderr.strip()[-200:])}")
 

@@ -3,9 +3,11 @@ devices of one simulated node (chameleon-train-sim --pipeline N, one stage per d
 per-device limit that only device 0 exceeds (halfway between its peak and the largest of the
 others'). Unlimited, plain (out of memory on device 0), the safety net alone (policy off) and
 the daemon's policy, which plans device 0, the one the shim's executor serves (docs/policy.md,
-"Several devices in one process"), against the pipeline's transfer bound from `chameleon-bound
-pipeline` (policy::ComputeTransferBound(PipelineBoundInput), tested). Host placement only: the
-executor does not place a process's swaps on its own other devices yet, so there is no peer row."""
+"Several devices in one process"), twice: with node placement (the daemon lends the process's
+room on its other devices to its own swaps, docs/daemon.md "A process's own devices") and with
+CHAMELEON_PLACEMENT=host. Each against the pipeline's transfer bound from `chameleon-bound
+pipeline` (policy::ComputeTransferBound(PipelineBoundInput), tested) over its own link: the host
+link, or NVLink for the peer run."""
 import os
 import re
 import tempfile
@@ -33,12 +35,15 @@ class Row:
     ref: runs.Result = None
     plain: runs.Result = None
     off: runs.Result = None
-    swap: runs.Result = None
+    swap: runs.Result = None   # node placement (the default)
+    host: runs.Result = None   # CHAMELEON_PLACEMENT=host
     limit: int = 0
     peaks: dict = field(default_factory=dict)  # device -> bytes (unlimited run)
     busy: dict = field(default_factory=dict)   # device -> compute seconds per step
-    bound: dict = field(default_factory=dict)
+    bound: dict = field(default_factory=dict)       # over the host link
+    peer_bound: dict = field(default_factory=dict)  # over NVLink
     steady: dict = field(default_factory=dict)
+    host_steady: dict = field(default_factory=dict)
     stable_at: int = None
     planned_device: dict = field(default_factory=dict)  # the daemon's view while STABLE
     reference: dict = field(default_factory=dict)       # "off"/"swap": unlimited checksums
@@ -66,13 +71,21 @@ def argv(build, case, steps):
     return [build.bin("chameleon-train-sim"), *case.args, "--steps", str(steps)]
 
 
-def bound(build, row, figures):
+def peer_bandwidth(path):
+    """The preset's NVLink figure (bytes/s per direction), 0 when it has none."""
+    with open(path) as f:
+        for line in f:
+            if (m := re.match(r"^peer_link_bandwidth:\s*(\S+)", line)):
+                return float(m.group(1))
+    return 0.0
+
+
+def bound(build, row, out_bw, in_bw):
     cmd = [build.bin("chameleon-bound"), "--limit", str(row.limit),
            "--unlimited-s", f"{row.ref.times[-1]:.9f}", "pipeline"]
     for d in sorted(row.peaks):
         cmd += ["--stage", f"peak={row.peaks[d]},compute={row.busy.get(d, 0.0):.9f},"
-                f"out-bw={int(figures['device_to_host_bandwidth'])},"
-                f"in-bw={int(figures['host_to_device_bandwidth'])}"]
+                f"out-bw={int(out_bw)},in-bw={int(in_bw)}"]
     return llm.run_bound(cmd)
 
 
@@ -95,7 +108,13 @@ def measure(cfg, case):
         return row
     row.limit = others + (row.peaks[0] - others) // 2
     try:
-        row.bound = bound(b, row, llm.machine_figures(llm.machine_file(b, case.machine)))
+        machine = llm.machine_file(b, case.machine)
+        figures = llm.machine_figures(machine)
+        row.bound = bound(b, row, figures["device_to_host_bandwidth"],
+                          figures["host_to_device_bandwidth"])
+        nvlink = peer_bandwidth(machine)
+        if nvlink:
+            row.peer_bound = bound(b, row, nvlink, nvlink)
     except (OSError, ValueError) as e:
         row.bound = {"status": "error", "error": str(e)}
         row.notes.append(f"no transfer bound: {e}")
@@ -108,22 +127,32 @@ def measure(cfg, case):
         env = env_for(b, case, row.limit)
         env.update(llm.shim(b, row.limit, os.path.join(tmp, "off.jsonl"), policy=False))
         row.off = runs.run(argv(b, case, case.off_steps), env, cfg.timeout)
-        cfg.log(f"  {case.name}: Chameleon + daemon, {case.steps} steps")
-        stats = os.path.join(tmp, "swap.jsonl")
-        with runs.Daemon(b, {"CHAMELEON_TOPOLOGY": llm.machine_file(b, case.machine)}) as d:
-            seen = {}
+        for which, placement in (("swap", None), ("host", "host")):
+            cfg.log(f"  {case.name}: Chameleon + daemon, {placement or 'node'} placement, "
+                    f"{case.steps} steps")
+            stats = os.path.join(tmp, f"{which}.jsonl")
+            with runs.Daemon(b, {"CHAMELEON_TOPOLOGY": llm.machine_file(b, case.machine)}) as d:
+                seen = {}
 
-            def poll():  # the daemon's planned device while STABLE (the epilogue ends the loop)
-                d.poll()
-                if d.last.get("stage") == "STABLE" and "planned_device" in d.last:
-                    seen.update(d.last["planned_device"])
-            env = env_for(b, case, row.limit)
-            env.update(llm.shim(b, row.limit, stats, d.socket))
-            row.swap = runs.run(argv(b, case, case.steps), env, cfg.timeout, poll)
-            row.swap.daemon = d.last
-            row.stable_at = d.first_stable()
-            row.planned_device = seen
-        row.steady = llm.steady(llm.read_stats(stats), row.limit, row.peaks[0])
+                def poll():  # the daemon's planned device while STABLE (the epilogue ends it)
+                    d.poll()
+                    if d.last.get("stage") == "STABLE" and "planned_device" in d.last:
+                        seen.update(d.last["planned_device"])
+                env = env_for(b, case, row.limit)
+                env.update(llm.shim(b, row.limit, stats, d.socket))
+                if placement:
+                    env["CHAMELEON_PLACEMENT"] = placement
+                result = runs.run(argv(b, case, case.steps), env, cfg.timeout, poll)
+                result.daemon = d.last
+                setattr(row, which, result)
+                if which == "swap":
+                    row.stable_at = d.first_stable()
+                    row.planned_device = seen
+            st = llm.steady(llm.read_stats(stats), row.limit, row.peaks[0])
+            if which == "swap":
+                row.steady = st
+            else:
+                row.host_steady = st
     llm.failure_notes(row)
     return row
 
@@ -141,7 +170,9 @@ def references(cfg, rows):
 
 def identical(row, which):
     r = getattr(row, which)
-    return r is not None and r.ok and r.checksum == row.reference.get(which)
+    # The host-placement run has as many steps as the node-placement one: the same reference.
+    return r is not None and r.ok and r.checksum == row.reference.get(
+        "swap" if which == "host" else which)
 
 
 def _s(v):
@@ -172,6 +203,14 @@ def _plain(row):
     return "trained (the limit did not bind)" if r.ok else _failure(r)
 
 
+def _steady_time(r):
+    return r.steady_time() if r is not None and r.ok else None
+
+
+def _ratio(a, b):
+    return "—" if a is None or b is None or b == 0 else f"{a / b:.0%}"
+
+
 def section(rows):
     """The markdown of the pipeline rows."""
     out = ["", "## Pipeline parallelism: one process, several devices (issue 16)", "",
@@ -180,31 +219,35 @@ def section(rows):
            "per-device limit halfway between device 0's peak and the largest of the others', so "
            "only device 0 overflows (X₀ = its peak − the limit). The shim's executor serves "
            "device 0; the daemon plans device 0's tensors over the whole op stream (docs/policy.md, "
-           "\"Several devices in one process\"). Swaps go to host memory: the executor does not "
-           "place a process's swaps on its own other devices yet, so there is no peer-placement "
-           "row (issue 16 stays open). T_b: `chameleon-bound pipeline` with each stage's peak and "
-           "compute time (`device <i> busy`). Step times: median of the last 4 steps.", "",
-           "| workload | limit per device | X₀ | unlimited | plain | policy off | Chameleon "
-           "| T_b | Chameleon / T_b | × policy off | swap-ins ahead | fault-ins / evictions per "
+           "\"Several devices in one process\"). *Peer*: node placement on (the default): the "
+           "daemon lends the process's room on its other devices beyond its peak there to its own "
+           "swaps, copied over NVLink (docs/daemon.md, \"A process's own devices\"); *host*: "
+           "`CHAMELEON_PLACEMENT=host`, every swap over the host link. T_b: `chameleon-bound "
+           "pipeline` with each stage's peak and compute time (`device <i> busy`), over the host "
+           "link (host) or NVLink (peer). Step times: median of the last 4 steps; steady figures "
+           "are the peer run's.", "",
+           "| workload | limit per device | X₀ | unlimited | plain | policy off "
+           "| Chameleon, host | T_b host | host / T_b | Chameleon, peer | T_b peer | peer / T_b "
+           "| peer × host | swapped bytes to peers | swap-ins ahead | fault-ins / evictions per "
            "step | STABLE at | planned device |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         if row.notes and not row.limit:
             out.append(f"| {row.case.name} | — | — | {_s(row.ref.steady_time() if row.ref else None)}"
-                       f" | — | — | — | — | — | — | — | — | — | {'; '.join(row.notes)} |")
+                       + " | —" * 14 + f" | {'; '.join(row.notes)} |")
             continue
-        swap = row.swap.steady_time() if row.swap is not None and row.swap.ok else None
-        off = row.off.steady_time() if row.off is not None and row.off.ok else None
-        tb = row.bound.get("bound_s")
+        peer, host = _steady_time(row.swap), _steady_time(row.host)
+        tb, tb_peer = row.bound.get("bound_s"), row.peer_bound.get("bound_s")
         st = row.steady or {}
-        ahead = st.get("ahead")
+        ahead, share = st.get("ahead"), st.get("peer_share")
         pd = row.planned_device
         out.append(
             f"| {row.case.name} | {row.limit / 1e9:.2f} GB | "
             f"{(row.peaks[0] - row.limit) / 1e9:.2f} GB | {_s(row.ref.steady_time())} | "
-            f"{_plain(row)} | "
-            f"{_outcome(row, 'off')} | {_outcome(row, 'swap')} | {_s(tb)} | "
-            f"{'—' if swap is None or tb is None else f'{tb / swap:.0%}'} | {_x(off, swap)} | "
+            f"{_plain(row)} | {_outcome(row, 'off')} | "
+            f"{_outcome(row, 'host')} | {_s(tb)} | {_ratio(tb, host)} | "
+            f"{_outcome(row, 'swap')} | {_s(tb_peer)} | {_ratio(tb_peer, peer)} | "
+            f"{_x(host, peer)} | {'—' if share is None else f'{share:.0%}'} | "
             f"{'—' if ahead is None else f'{ahead:.0%}'} | "
             f"{st.get('fault_ins', 0):.1f} / {st.get('evictions', 0):.1f} | "
             f"{row.stable_at if row.stable_at is not None else 'never'} | "
@@ -213,6 +256,6 @@ def section(rows):
     notes = [f"- {r.case.name}: {n}" for r in rows for n in r.notes if r.limit]
     if notes:
         out += ["", *notes]
-    out += ["", "The bound commands: " + "; ".join(
-        f"`{r.bound['command']}`" for r in rows if r.bound.get("command")) + ".", ""]
+    bounds = [b for r in rows for b in (r.bound, r.peer_bound) if b.get("command")]
+    out += ["", "The bound commands: " + "; ".join(f"`{b['command']}`" for b in bounds) + ".", ""]
     return "\n".join(out)

@@ -324,6 +324,10 @@ void Client::Tick() {
                              std::memory_order_relaxed);
   h->device_bytes_peak.store(rt_->total_peak.load(std::memory_order_relaxed),
                              std::memory_order_relaxed);
+  for (std::size_t d = 0; d < ipc::kSegmentDevicePeaks && d < kMaxDevices; ++d) {
+    h->device_peak_bytes[d].store(rt_->device_peak[d].load(std::memory_order_relaxed),
+                                  std::memory_order_relaxed);
+  }
   sink_->PublishCounters(h);
   if (const std::uint64_t limit = sink_->DeviceLimit(); limit != 0) {
     h->device_limit_bytes.store(limit, std::memory_order_release);

@@ -107,5 +107,20 @@ TEST_F(LeaseBookTest, ShouldFreeALesseesLeasesAndRevokeADeadOwnersOnes) {
   EXPECT_TRUE(book_.leases().empty());
 }
 
+// A pipeline's other device (issue 16): lent to its owner's own swaps only, and what the owner
+// lends itself lowers none of its limits.
+TEST_F(LeaseBookTest, ShouldLendASelfOnlyGpuToItsOwnerAloneAndNotCountItAsLent) {
+  book_.SetLender(kGpuB, kOwner, 80 * kGiB, 50 * kGiB, /*self_only=*/true);
+  EXPECT_EQ(book_.Spare(kGpuB), 28 * kGiB);
+  EXPECT_EQ(book_.Grant(kGpuB, kLessee, kGiB), 0u) << "another client";
+  const std::uint64_t own = book_.Grant(kGpuB, kOwner, 4 * kGiB);
+  ASSERT_NE(own, 0u);
+  EXPECT_EQ(book_.LentOn(kGpuB), 4 * kGiB);
+  EXPECT_EQ(book_.LentBy(kOwner), 0u);
+  ASSERT_NE(book_.Grant(kGpuA, kLessee, 2 * kGiB), 0u);
+  EXPECT_EQ(book_.LentBy(kOwner), 2 * kGiB) << "only its GPU lent to others";
+  EXPECT_EQ(book_.Active(kOwner).size(), 1u);
+}
+
 }  // namespace
 }  // namespace chameleon::daemon

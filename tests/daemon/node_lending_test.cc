@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <map>
 
 #include "device_facts.h"
 
@@ -170,6 +171,111 @@ TEST_F(NodeLendingTest, ShouldSendEverythingHomeWithPlacementOff) {
   for (const ipc::SwapEntry& e : LesseePolicy().entries) {
     EXPECT_EQ(e.tier, static_cast<std::uint16_t>(ipc::Tier::kHost));
   }
+}
+
+// Issue 16: a pipeline process on three GPUs overflows the first; its later stages peak lower.
+// The room on them beyond its peak there is lent to its own swaps (self-only GPUs): no opt-in
+// and no uid rule needed, its limit on the first GPU not lowered, nobody else let in.
+class SelfLendingTest : public NodeLendingTest {
+ protected:
+  void SetUp() override {
+    NodeLendingTest::SetUp();
+    options_.all_gpus = false;                 // no GPU opted in for other clients
+    options_.borrowers = UidRule{false, {0}};  // and this uid may not borrow from them
+    pipeline_.id = 7;
+    pipeline_.uid = 1002;
+    pipeline_.devices = {Device(0, "0000:11:00.0", 40 * kGiB, 0b110),
+                         Device(1, "0000:12:00.0", 40 * kGiB, 0b101),
+                         Device(2, "0000:13:00.0", 40 * kGiB, 0b011)};
+    pipeline_.executor_ordinal = 0;
+    pipeline_.device_peaks = {40 * kGiB, 36 * kGiB, 30 * kGiB, 0, 0, 0, 0, 0};
+    pipeline_.limit_bytes = 32 * kGiB;
+    pipeline_.peak_bytes = 106 * kGiB;  // all devices together: not what any GPU lends from
+    pipeline_.demand_bytes = 12 * kGiB;
+    pipeline_.iteration_s = 1.0;
+    pipeline_.window_s = 0.5;
+  }
+  std::vector<std::uint32_t> Round(std::vector<NodeClient> others = {}) {
+    others.push_back(pipeline_);
+    return node_.Round(1'000, others, options_);
+  }
+  std::uint64_t LeasedOn(const std::string& gpu) {
+    std::uint64_t bytes = 0;
+    for (const Lease& l : node_.book().Active(pipeline_.id)) bytes += l.gpu == gpu ? l.bytes : 0;
+    return bytes;
+  }
+  NodeClient pipeline_;
+};
+
+TEST_F(SelfLendingTest, ShouldLendItsOtherDevicesRoomToItsOwnSwapsWithoutLoweringItsLimit) {
+  EXPECT_EQ(Round(), std::vector<std::uint32_t>{pipeline_.id});
+  // Spares: 40 - 36 - 1 = 3 GiB on device 1, 40 - 30 - 1 = 9 GiB on device 2: 12 GiB in all,
+  // the whole demand, nothing on device 0 (its own, overflowing).
+  EXPECT_LE(LeasedOn("0000:12:00.0"), 3 * kGiB);
+  EXPECT_LE(LeasedOn("0000:13:00.0"), 9 * kGiB);
+  EXPECT_EQ(LeasedOn("0000:12:00.0") + LeasedOn("0000:13:00.0"), 12 * kGiB);
+  EXPECT_EQ(LeasedOn("0000:11:00.0"), 0u);
+  EXPECT_EQ(node_.LentBy(pipeline_.id), 0u) << "its own room lowers no limit";
+  ipc::Policy p;
+  for (int i = 0; i < 24; ++i) {
+    ipc::SwapEntry e{};
+    e.bytes = 512 * kMiB;
+    p.entries.push_back(e);
+  }
+  node_.Decorate(pipeline_.id, pipeline_.devices, pipeline_.limit_bytes, &p);
+  EXPECT_EQ(p.summary.lent_bytes, 0u);
+  std::map<std::uint16_t, std::uint64_t> on_helper;
+  for (const ipc::SwapEntry& e : p.entries) {
+    ASSERT_EQ(e.tier, static_cast<std::uint16_t>(ipc::Tier::kPeerGpu));
+    on_helper[e.helper] += e.bytes;
+  }
+  EXPECT_EQ(on_helper[1], LeasedOn("0000:12:00.0"));
+  EXPECT_EQ(on_helper[2], LeasedOn("0000:13:00.0"));
+  EXPECT_FALSE(on_helper.contains(0));
+}
+
+TEST_F(SelfLendingTest, ShouldNotLendItsRoomToAnotherClient) {
+  // Another process on device 3 sees device 2 too, and may borrow anything opted in.
+  options_.borrowers = UidRule{};
+  NodeClient other = lessee_;
+  other.devices = {Device(0, "0000:14:00.0", 8 * kGiB, 0b10),
+                   Device(1, "0000:13:00.0", 40 * kGiB, 0b01)};
+  pipeline_.demand_bytes = 0;  // the pipeline swaps nothing: device 2's room goes begging
+  Round({other});
+  EXPECT_TRUE(node_.book().Active(other.id).empty());
+  EXPECT_TRUE(node_.book().Active(pipeline_.id).empty());
+}
+
+TEST_F(SelfLendingTest, ShouldNotLendADeviceAnotherClientAlsoUses) {
+  NodeClient other = lessee_;
+  other.devices = {Device(0, "0000:14:00.0", 8 * kGiB, 0b10),
+                   Device(1, "0000:13:00.0", 40 * kGiB, 0b01)};
+  other.executor_ordinal = 0;
+  other.device_peaks = {8 * kGiB, 1 * kGiB};  // it allocates on device 2 as well
+  other.demand_bytes = 0;
+  Round({other});
+  EXPECT_EQ(LeasedOn("0000:13:00.0"), 0u);
+  EXPECT_EQ(LeasedOn("0000:12:00.0"), 3 * kGiB);
+}
+
+TEST_F(SelfLendingTest, ShouldRevokeItsOwnLeaseWhenItsPeakThereGrowsIntoIt) {
+  Round();
+  const std::uint64_t before = LeasedOn("0000:13:00.0");
+  ASSERT_GT(before, 0u);
+  pipeline_.device_peaks[2] = 38 * kGiB;  // 1 GiB left beyond the reserve: less than its lease
+  EXPECT_EQ(Round(), std::vector<std::uint32_t>{pipeline_.id}) << "its policy drops the lease";
+  EXPECT_EQ(LeasedOn("0000:13:00.0"), 0u);
+  EXPECT_GT(node_.book().LentOn("0000:13:00.0"), 0u) << "revoking until it complies";
+}
+
+TEST_F(SelfLendingTest, ShouldUseTheExecutorsDeviceAsItsOwnGpu) {
+  // The executor serves device 1 (a torchrun rank that sees every GPU): device 0, listed first,
+  // is then one of its other devices and lends; device 1 does not.
+  pipeline_.executor_ordinal = 1;
+  pipeline_.device_peaks = {30 * kGiB, 40 * kGiB, 36 * kGiB, 0, 0, 0, 0, 0};
+  Round();
+  EXPECT_EQ(LeasedOn("0000:12:00.0"), 0u);
+  EXPECT_GT(LeasedOn("0000:11:00.0"), 0u);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 //   - with the policy off, the safety net moves at most 2x the bytes that must leave the device
 //     at the peak (peak - limit), by either eviction rule's measured figure below.
 #include <algorithm>
+#include <fstream>
 #include <numeric>
 
 #include "stats_file_reader.h"
@@ -130,9 +131,14 @@ TEST_F(PrefetchE2ETest, SafetyNetMovesAtMostTwiceTheBytesThatMustLeave) {
 // 0; the daemon plans the whole node's op stream for that device alone (other devices' tensors
 // take no room there: docs/policy.md, "Several devices in one process"). Planned against all
 // four devices' bytes, every candidate was refused (tens of GB "still over the limit") and the
-// safety net did all the swapping.
+// safety net did all the swapping. The room on devices 1-3 beyond their peaks is lent to the
+// process's own swaps.
 TEST_F(PrefetchE2ETest, APipelineOverflowingOnlyDeviceZeroIsPlannedForThatDeviceAndPrefetched) {
-  StartDaemon();
+  // The node's NVLink figure, as an operator's node description (or NVML on a real node) gives
+  // it: without one the daemon knows no peer link faster than the host link and keeps swaps home.
+  const std::string topology = dir_ + "/topology.yaml";
+  std::ofstream(topology) << "peer_link_bandwidth: 3.7e11\n";
+  StartDaemon({}, {"CHAMELEON_TOPOLOGY=" + topology});
   const std::vector<std::string> args = {"--model",         "llama2-7b", "--micro-batch", "1",
                                          "--seq",           "1024",      "--pipeline",    "4",
                                          "--micro-batches", "8",         "--steps",       "24"};
@@ -154,9 +160,13 @@ TEST_F(PrefetchE2ETest, APipelineOverflowingOnlyDeviceZeroIsPlannedForThatDevice
   env.insert(env.end(), node.begin(), node.end());
   // The last description while STABLE: the trainer's closing checksum reads every weight back,
   // thousands of ops without the boundary's signature, so the daemon looks for a loop again.
-  nlohmann::json stable;
+  // And the leases while STABLE: the room on its later stages, lent to the process itself.
+  nlohmann::json stable, leases;
   const RunOutput limited = RunSampled("pipeline", args, env, [&](const nlohmann::json& d) {
-    if (d.value("stage", "") == "STABLE") stable = d;
+    if (d.value("stage", "") != "STABLE") return;
+    stable = d;
+    const auto reply = Control({{"command", "leases"}});
+    if (reply.value("ok", false) && !reply["leases"].empty()) leases = reply["leases"];
   });
   ExpectIdentical(limited, plain);
   ASSERT_TRUE(stable.is_object()) << "never STABLE";
@@ -176,6 +186,14 @@ TEST_F(PrefetchE2ETest, APipelineOverflowingOnlyDeviceZeroIsPlannedForThatDevice
   ASSERT_GT(ahead, 0u) << "no policy swap on device 0";
   EXPECT_GE(ahead * 100, 95 * (ahead + late + faults))
       << ahead << " ahead, " << late << " late, " << faults << " fault-ins";
+  // Node placement (docs/daemon.md, "A process's own devices"): its swaps go to its own later
+  // stages over NVLink, under leases whose owner is the lessee, on other GPUs than its own.
+  ASSERT_TRUE(leases.is_array()) << "no lease while STABLE";
+  for (const auto& lease : leases) {
+    EXPECT_EQ(lease["owner"], lease["lessee"]) << leases.dump(2);
+    EXPECT_NE(lease["gpu"], "0000:18:00.0") << "device 0 is the one overflowing";
+  }
+  EXPECT_GT(Sum(steady, "peer_out_bytes"), 0u);
 }
 
 }  // namespace

@@ -51,13 +51,15 @@ class SwapE2ETest : public ::testing::Test {
   }
 
   /// Starts chameleond on the test's socket with `flags`; returns once it answers `status`.
-  void StartDaemon(const std::vector<std::string>& flags = {}) {
+  /// `env`: "NAME=value" for the daemon (e.g. CHAMELEON_TOPOLOGY).
+  void StartDaemon(const std::vector<std::string>& flags = {},
+                   const std::vector<std::string>& env = {}) {
     ++daemon_runs_;
     const std::string log = dir_ + "/chameleond." + std::to_string(daemon_runs_);
     std::vector<std::string> argv{chameleond_,   "--socket",    socket_, "--metrics-listen",
                                   "127.0.0.1:0", "--log-level", "debug"};
     argv.insert(argv.end(), flags.begin(), flags.end());
-    daemon_ = Spawn(argv, {}, log + ".out", log + ".err");
+    daemon_ = Spawn(argv, env, log + ".out", log + ".err");
     ASSERT_GT(daemon_.pid, 0);
     ASSERT_TRUE(WaitFor([&] {
       return Control({{"command", "status"}}).value("ok", false);

@@ -50,9 +50,10 @@ class LeaseBook {
 
   /// `gpu` is lendable, owned by client `owner`, with `capacity` bytes of which the owner used at
   /// most `peak`. Called each round; a GPU marked stopped (hung lessee) stays stopped while the
-  /// same owner holds it.
+  /// same owner holds it. `self_only`: one of the owner's other devices (a pipeline stage), lent
+  /// to the owner's own swaps only; otherwise only to other clients.
   void SetLender(const std::string& gpu, std::uint32_t owner, std::uint64_t capacity,
-                 std::uint64_t peak);
+                 std::uint64_t peak, bool self_only = false);
   /// `gpu` may not lend now (its owner asks memory back, or left): Spare() is 0 until SetLender.
   void Pause(const std::string& gpu);
   /// Bytes that may still be lent on `gpu` (0 for an unknown, paused or stopped GPU).
@@ -63,8 +64,8 @@ class LeaseBook {
   bool Stopped(const std::string& gpu) const;
 
   /// Lends `bytes` more of `gpu` to `lessee`, growing its active lease there or starting one.
-  /// Returns the lease id, or 0 when `bytes` exceeds Spare() (nothing changes then) or the lessee
-  /// is the GPU's owner.
+  /// Returns the lease id, or 0 when `bytes` exceeds Spare() (nothing changes then), or when the
+  /// lessee is the GPU's owner (another client's, for a self-only GPU).
   std::uint64_t Grant(const std::string& gpu, std::uint32_t lessee, std::uint64_t bytes);
   /// Revokes every active lease on `gpu`; returns the lessees whose next policy must omit them.
   std::vector<std::uint32_t> Revoke(const std::string& gpu, std::uint64_t now_ns);
@@ -82,7 +83,8 @@ class LeaseBook {
 
   /// Active leases held by `lessee` (what its next policy carries).
   std::vector<Lease> Active(std::uint32_t lessee) const;
-  /// Bytes of `owner`'s GPUs lent out, active or still being revoked: its limit is lowered by them.
+  /// Bytes of `owner`'s GPUs lent to other clients, active or still being revoked: its limit is
+  /// lowered by them (what it lends itself on its other devices lowers nothing).
   std::uint64_t LentBy(std::uint32_t owner) const;
   /// Bytes of `gpu` lent out, active or revoking.
   std::uint64_t LentOn(const std::string& gpu) const;
@@ -94,7 +96,8 @@ class LeaseBook {
     std::uint64_t capacity = 0;
     std::uint64_t peak = 0;
     bool paused = true;
-    bool stopped = false;  ///< a lessee hung: no more lending while `owner` holds the GPU
+    bool stopped = false;    ///< a lessee hung: no more lending while `owner` holds the GPU
+    bool self_only = false;  ///< lends to `owner` only (SetLender)
   };
   const std::map<std::string, Gpu>& gpus() const { return gpus_; }
 

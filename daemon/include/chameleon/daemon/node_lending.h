@@ -7,6 +7,13 @@
 // then writes a client's part into its policy: its leases (by its own ordinals), each entry's
 // tier and helper, and, for an owner, `lent_bytes`.
 //
+// A client's other devices (a pipeline process drives one per stage) lend their room beyond its
+// peak there to that client's own swaps only (LeaseBook self-only GPUs): memory it could allocate
+// itself anyway, so neither the operator's GPU opt-in nor the uid rules apply, and its limit is not
+// lowered by them. No shim limits a process on its other devices, so nothing there asks memory
+// back: a peak that grows into the lease revokes it at the next round (the reserve is the margin
+// meanwhile). A GPU another client also uses is nobody's to lend this way.
+//
 // Each placement covers the whole node (every client's demand, every GPU's lendable bytes, its
 // leases included); leases only grow towards its answer, and a lease lasts until its owner asks
 // for it back or either client leaves, so a steady node sees no churn.
@@ -34,7 +41,14 @@ namespace chameleon::daemon {
 struct NodeClient {
   std::uint32_t id = 0;
   std::uint32_t uid = 0;
-  std::vector<ipc::DeviceFacts> devices;  ///< HELLO; the first is the client's own GPU
+  std::vector<ipc::DeviceFacts> devices;  ///< HELLO
+  /// The device its swap executor serves, by its own ordinal (segment executor_device − 1): the
+  /// client's own GPU. -1 until decided (or from an older shim): the first of `devices` then.
+  int executor_ordinal = -1;
+  /// The program's peak bytes on each device, by ordinal (segment device_peak_bytes; empty from
+  /// an older shim). Its other devices with a peak are its own too: their room beyond that peak
+  /// is lent to its own swaps (a pipeline's later stages hold less than the first).
+  std::vector<std::uint64_t> device_peaks;
   /// What the client may use of its GPU before lending (operator, job and device limits): a GPU
   /// lends out of this, never out of headroom the operator kept for other tenants.
   std::uint64_t limit_bytes = 0;
@@ -78,6 +92,13 @@ class NodeLending {
   /// Registers, pauses and revokes lenders from the owners' state; returns lessees to republish.
   void UpdateLenders(std::uint64_t now_ns, const std::vector<NodeClient>& clients,
                      const LendingOptions& options, std::vector<std::uint32_t>* republish);
+  /// Registers each client's other devices it alone uses as self-only lenders (revoking a lease
+  /// its peak grew into), and pauses those no longer so; lessees to republish.
+  void UpdateSelfLenders(std::uint64_t now_ns, const std::vector<NodeClient>& clients,
+                         const LendingOptions& options,
+                         const std::map<std::string, std::vector<const NodeClient*>>& owners,
+                         const std::map<std::string, int>& users,
+                         std::vector<std::uint32_t>* republish);
   /// Completed and hung revocations; owners whose limit comes back go to `republish`.
   void SettleRevocations(std::uint64_t now_ns, const std::vector<NodeClient>& clients,
                          std::vector<std::uint32_t>* republish);

@@ -45,6 +45,11 @@ inline constexpr std::size_t kSlot7Counters = 0
 static_assert(kSlot5Counters == 8 && kSlot7Counters == 8);
 }  // namespace detail
 
+/// Devices whose peak a client reports (slot 7's last 64 bytes); a node has at most 8 GPUs in
+/// practice, and a device beyond them is simply never offered (nothing relies on its peak).
+inline constexpr std::size_t kSegmentDevicePeaks = 8;
+static_assert(8 * detail::kSlot7Counters + 8 * kSegmentDevicePeaks == kFalseSharing);
+
 /// Fixed header at offset 0. Field comments say who writes each field.
 struct alignas(kFalseSharing) SegmentHeader {
   // --- slot 0: identity and geometry; written once by the client before `layout_version`. ---
@@ -126,7 +131,12 @@ struct alignas(kFalseSharing) SegmentHeader {
 #define CHAMELEON_COUNTER_SLOT7(field, stat, kind, segment, ...) std::atomic<std::uint64_t> segment;
 #define CHAMELEON_COUNTER_SHIM(...)
 #include "chameleon/ipc/executor_counters.inc"
-  std::uint8_t reserved[kFalseSharing - 8 * detail::kSlot7Counters];  ///< later minors (zero)
+  /// Layout 1.6: the program's peak bytes on each of its first kSegmentDevicePeaks devices, by
+  /// its own ordinal (tracked allocations; the executor's swap chunks are not the program's).
+  /// The daemon lends a pipeline process's room on its other devices to that process's own
+  /// swaps from these (docs/daemon.md, "A process's own devices"). Zero from an older writer.
+  std::atomic<std::uint64_t> device_peak_bytes[kSegmentDevicePeaks];
+  // A later minor appends a slot: slot 7 is full.
 };
 
 static_assert(std::is_standard_layout_v<SegmentHeader>);
@@ -179,6 +189,6 @@ static_assert(offsetof(SegmentHeader, executor_iterations) == 7 * kFalseSharing 
 static_assert(offsetof(SegmentHeader, last_iteration_vmm_calls) == 7 * kFalseSharing + 40);
 static_assert(offsetof(SegmentHeader, last_iteration_swap_out_bytes) == 7 * kFalseSharing + 48);
 static_assert(offsetof(SegmentHeader, last_iteration_swap_in_bytes) == 7 * kFalseSharing + 56);
-static_assert(offsetof(SegmentHeader, reserved) == 7 * kFalseSharing + 64);
+static_assert(offsetof(SegmentHeader, device_peak_bytes) == 7 * kFalseSharing + 64);
 
 }  // namespace chameleon::ipc
