@@ -131,8 +131,17 @@ std::uint64_t ClientSession::OwnLimit() const {
       own != 0 ? own : h->device_limit_bytes.load(std::memory_order_acquire);
   const auto& devices = identity_.hello.devices;
   if (devices.empty()) return EffectiveDeviceLimit(0, client, 0);
-  return EffectiveDeviceLimit(ConfiguredDeviceLimit(options_, devices.front().ordinal), client,
-                              devices.front().total_memory);
+  // The device the executor serves (a torchrun rank that sees every GPU serves its own rank's,
+  // not the first); the first HELLO device until the executor is decided.
+  const ipc::DeviceFacts* device = &devices.front();
+  const std::uint64_t executor = h->executor_device.load(std::memory_order_acquire);
+  for (const ipc::DeviceFacts& d : devices) {
+    if (executor >= 1 && executor <= 0x10000 &&
+        static_cast<std::int64_t>(d.ordinal) == static_cast<std::int64_t>(executor - 1))
+      device = &d;
+  }
+  return EffectiveDeviceLimit(ConfiguredDeviceLimit(options_, device->ordinal), client,
+                              device->total_memory);
 }
 
 std::uint64_t ClientSession::DeviceLimit() const {

@@ -91,6 +91,25 @@ TEST_F(LiveOptionsTest, ConfiguredDeviceLimitAppliesAndTheSmallerOfBothLimitsWin
   EXPECT_EQ(limit(), 1ull << 30);  // neither: the device's memory from HELLO
 }
 
+// A client that sees two GPUs and whose executor serves the second (a torchrun rank seeing every
+// GPU): the operator's limit for that device is its own, not the first HELLO device's.
+TEST_F(LiveOptionsTest, TheLimitIsThatOfTheDeviceTheExecutorServes) {
+  options_.device_limits = {{0, 20 * kMiB}, {1, 5 * kMiB}};
+  StartDaemon();
+  std::string error;
+  auto client = FakeClient::ConnectWithDevices(options_.socket_path, &error,
+                                               {FakeClient::Device(0, "0000:01:00.0", 1ull << 30),
+                                                FakeClient::Device(1, "0000:02:00.0", 1ull << 30)},
+                                               SmallGeometry());
+  ASSERT_NE(client, nullptr) << error;
+  auto limit = [&] { return Describe(client->id())["device"]["limit_bytes"].get<std::uint64_t>(); };
+  EXPECT_EQ(limit(), 20 * kMiB) << "the first device's until the executor is decided";
+  client->header()->executor_device.store(2);  // device 1, plus one
+  EXPECT_EQ(limit(), 5 * kMiB);
+  client->header()->executor_device.store(9);  // an ordinal HELLO did not name: the first again
+  EXPECT_EQ(limit(), 20 * kMiB);
+}
+
 TEST_F(LiveOptionsTest, RestartOnlySettingsKeepTheirRunningValues) {
   StartDaemon();
   DaemonOptions next = options_;
