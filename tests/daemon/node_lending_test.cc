@@ -21,6 +21,17 @@ ipc::DeviceFacts Device(std::int32_t ordinal, const char* bus, std::uint64_t mem
   return MakeDeviceFacts(ordinal, bus, memory, peer_mask);
 }
 
+/// An undecorated policy of `count` entries of `bytes` each.
+ipc::Policy PolicyOf(int count, std::uint64_t bytes) {
+  ipc::Policy p;
+  for (int i = 0; i < count; ++i) {
+    ipc::SwapEntry e{};
+    e.bytes = bytes;
+    p.entries.push_back(e);
+  }
+  return p;
+}
+
 class NodeLendingTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -48,12 +59,7 @@ class NodeLendingTest : public ::testing::Test {
 
   /// A policy of four 512 MiB entries, decorated for the lessee.
   ipc::Policy LesseePolicy() {
-    ipc::Policy p;
-    for (int i = 0; i < 4; ++i) {
-      ipc::SwapEntry e{};
-      e.bytes = 512 * kMiB;
-      p.entries.push_back(e);
-    }
+    ipc::Policy p = PolicyOf(4, 512 * kMiB);
     node_.Decorate(lessee_.id, lessee_.devices, lessee_.limit_bytes, &p);
     return p;
   }
@@ -102,12 +108,7 @@ TEST_F(NodeLendingTest, ShouldLendWholeChunksAndPlaceEntriesByTheirChunks) {
   ASSERT_EQ(node_.book().Active(lessee_.id).size(), 1u);
   const Lease lease = node_.book().Active(lessee_.id)[0];
   EXPECT_EQ(lease.bytes, 64 * kMiB) << "the spare's whole chunks, not its 65.5 MiB";
-  ipc::Policy p;
-  for (int i = 0; i < 40; ++i) {
-    ipc::SwapEntry e{};
-    e.bytes = 64 << 10;  // 64 KiB: each takes a whole chunk on the peer
-    p.entries.push_back(e);
-  }
+  ipc::Policy p = PolicyOf(40, 64 << 10);  // 64 KiB: each takes a whole chunk on the peer
   node_.Decorate(lessee_.id, lessee_.devices, lessee_.limit_bytes, &p);
   int on_peer = 0;
   for (const ipc::SwapEntry& e : p.entries) {
@@ -216,12 +217,7 @@ TEST_F(SelfLendingTest, ShouldLendItsOtherDevicesRoomToItsOwnSwapsWithoutLowerin
   EXPECT_EQ(LeasedOn("0000:12:00.0") + LeasedOn("0000:13:00.0"), 12 * kGiB);
   EXPECT_EQ(LeasedOn("0000:11:00.0"), 0u);
   EXPECT_EQ(node_.LentBy(pipeline_.id), 0u) << "its own room lowers no limit";
-  ipc::Policy p;
-  for (int i = 0; i < 24; ++i) {
-    ipc::SwapEntry e{};
-    e.bytes = 512 * kMiB;
-    p.entries.push_back(e);
-  }
+  ipc::Policy p = PolicyOf(24, 512 * kMiB);
   node_.Decorate(pipeline_.id, pipeline_.devices, pipeline_.limit_bytes, &p);
   EXPECT_EQ(p.summary.lent_bytes, 0u);
   std::map<std::uint16_t, std::uint64_t> on_helper;
