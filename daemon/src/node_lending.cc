@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "chameleon/daemon/swap_chunk.h"
 #include "chameleon/topology/node.h"
@@ -149,15 +150,15 @@ void NodeLending::UpdateSelfLenders(
     std::uint64_t now_ns, const std::vector<NodeClient>& clients, const LendingOptions& options,
     const std::map<std::string, std::vector<const NodeClient*>>& owners,
     const std::map<std::string, int>& users, std::vector<std::uint32_t>* republish) {
-  std::map<std::string, std::uint32_t> lending;  // self-only GPUs this round -> their owner
+  std::set<std::string> lending;  // self-only GPUs this round (none with placement off)
   for (const NodeClient& c : clients) {
-    if (!options.node_placement) break;
     for (const ipc::DeviceFacts& d : c.devices) {
       const std::string gpu = BusOf(d);
       const std::uint64_t peak = PeakOn(c, d);
-      if (peak == 0 || owners.contains(gpu) || users.at(gpu) != 1) continue;
+      if (!options.node_placement || peak == 0 || owners.contains(gpu) || users.at(gpu) != 1)
+        continue;
       book_.SetLender(gpu, c.id, d.total_memory, peak, /*self_only=*/true);
-      lending[gpu] = c.id;
+      lending.insert(gpu);
       if (book_.LentOn(gpu) > book_.Lendable(gpu)) {  // its peak grew into the lease
         spdlog::info("gpu {}: client {}'s peak there grew to {} bytes; revoking its own lease", gpu,
                      c.id, peak);
@@ -165,7 +166,8 @@ void NodeLending::UpdateSelfLenders(
       }
     }
   }
-  // A self-only GPU no longer its client's alone (another client came, or its peak is gone).
+  // A self-only GPU no longer its client's alone (another client came, its peak is gone, or
+  // placement is off).
   for (const auto& [gpu, g] : book_.gpus()) {
     if (!g.self_only || g.paused || lending.contains(gpu)) continue;
     book_.Pause(gpu);

@@ -134,14 +134,17 @@ std::uint64_t ClientSession::OwnLimit() const {
   // The device the executor serves (a torchrun rank that sees every GPU serves its own rank's,
   // not the first); the first HELLO device until the executor is decided.
   const ipc::DeviceFacts* device = &devices.front();
-  const std::uint64_t executor = h->executor_device.load(std::memory_order_acquire);
+  const int executor = ExecutorOrdinal();
   for (const ipc::DeviceFacts& d : devices) {
-    if (executor >= 1 && executor <= 0x10000 &&
-        static_cast<std::int64_t>(d.ordinal) == static_cast<std::int64_t>(executor - 1))
-      device = &d;
+    if (executor >= 0 && d.ordinal == executor) device = &d;
   }
   return EffectiveDeviceLimit(ConfiguredDeviceLimit(options_, device->ordinal), client,
                               device->total_memory);
+}
+
+int ClientSession::ExecutorOrdinal() const {
+  const std::uint64_t executor = segment_.header()->executor_device.load(std::memory_order_acquire);
+  return executor >= 1 && executor <= 0x10000 ? static_cast<int>(executor - 1) : -1;
 }
 
 std::uint64_t ClientSession::DeviceLimit() const {
@@ -162,8 +165,7 @@ NodeClient ClientSession::NodeView() const {
   view.peak_bytes = h->device_bytes_peak.load(std::memory_order_relaxed);
   // Untrusted: a wrong figure only misleads the lending of this client's own other devices to
   // itself (UpdateSelfLenders); an ordinal no HELLO device has is never looked up.
-  const std::uint64_t executor = h->executor_device.load(std::memory_order_acquire);
-  if (executor >= 1 && executor <= 0x10000) view.executor_ordinal = static_cast<int>(executor - 1);
+  view.executor_ordinal = ExecutorOrdinal();
   view.device_peaks.resize(ipc::kSegmentDevicePeaks);
   for (std::size_t d = 0; d < ipc::kSegmentDevicePeaks; ++d) {
     view.device_peaks[d] = h->device_peak_bytes[d].load(std::memory_order_relaxed);

@@ -174,6 +174,9 @@ class ClientSession {
   std::uint64_t DeviceLimit() const;
   /// The limit the operator, the job and the device allow this client (before any lending).
   std::uint64_t OwnLimit() const;
+  /// The device the shim's executor serves, by the client's ordinal (segment executor_device −
+  /// 1), or -1 while undecided (or from an older shim, or out of range: the field is untrusted).
+  int ExecutorOrdinal() const;
 
   ClientIdentity identity_;
   ipc::Segment segment_;
