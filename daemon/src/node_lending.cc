@@ -118,9 +118,10 @@ void NodeLending::UpdateLenders(std::uint64_t now_ns, const std::vector<NodeClie
   std::map<std::string, int> users;  // GPU -> clients it is own of or that have a peak there
   for (const NodeClient& c : clients) {
     if (c.devices.empty()) continue;
-    owners[OwnGpu(c)].push_back(&c);
+    const std::string own = OwnGpu(c);
+    owners[own].push_back(&c);
     for (const ipc::DeviceFacts& d : c.devices) {
-      if (BusOf(d) == OwnGpu(c) || PeakOn(c, d) > 0) ++users[BusOf(d)];
+      if (BusOf(d) == own || PeakOn(c, d) > 0) ++users[BusOf(d)];
     }
   }
   UpdateSelfLenders(now_ns, clients, options, owners, users, republish);

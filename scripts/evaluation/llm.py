@@ -71,13 +71,14 @@ def machine_file(build, machine):
 
 
 def machine_figures(path):
-    """The two host-link figures of a preset (plain `key: value` lines of the machine YAML); a
-    preset with one symmetric `host_link_bandwidth` (a100-pcie4) gives it to both directions."""
+    """The two host-link figures of a preset (plain `key: value` lines of the machine YAML), and
+    `peer_link_bandwidth` (NVLink) when it has one; a preset with one symmetric
+    `host_link_bandwidth` (a100-pcie4) gives it to both directions."""
     out = {}
     with open(path) as f:
         for line in f:
             m = re.match(r"^(host_to_device_bandwidth|device_to_host_bandwidth|"
-                         r"host_link_bandwidth):\s*(\S+)", line)
+                         r"host_link_bandwidth|peer_link_bandwidth):\s*(\S+)", line)
             if m:
                 out[m.group(1)] = float(m.group(2))
     for key in ("host_to_device_bandwidth", "device_to_host_bandwidth"):

@@ -42,8 +42,7 @@ class Row:
     busy: dict = field(default_factory=dict)   # device -> compute seconds per step
     bound: dict = field(default_factory=dict)       # over the host link
     peer_bound: dict = field(default_factory=dict)  # over NVLink
-    steady: dict = field(default_factory=dict)
-    host_steady: dict = field(default_factory=dict)
+    steady: dict = field(default_factory=dict)  # the node-placement run's
     stable_at: int = None
     planned_device: dict = field(default_factory=dict)  # the daemon's view while STABLE
     reference: dict = field(default_factory=dict)       # "off"/"swap": unlimited checksums
@@ -69,15 +68,6 @@ def env_for(build, case, memory):
 
 def argv(build, case, steps):
     return [build.bin("chameleon-train-sim"), *case.args, "--steps", str(steps)]
-
-
-def peer_bandwidth(path):
-    """The preset's NVLink figure (bytes/s per direction), 0 when it has none."""
-    with open(path) as f:
-        for line in f:
-            if (m := re.match(r"^peer_link_bandwidth:\s*(\S+)", line)):
-                return float(m.group(1))
-    return 0.0
 
 
 def bound(build, row, out_bw, in_bw):
@@ -108,12 +98,10 @@ def measure(cfg, case):
         return row
     row.limit = others + (row.peaks[0] - others) // 2
     try:
-        machine = llm.machine_file(b, case.machine)
-        figures = llm.machine_figures(machine)
+        figures = llm.machine_figures(llm.machine_file(b, case.machine))
         row.bound = bound(b, row, figures["device_to_host_bandwidth"],
                           figures["host_to_device_bandwidth"])
-        nvlink = peer_bandwidth(machine)
-        if nvlink:
+        if (nvlink := figures.get("peer_link_bandwidth")):
             row.peer_bound = bound(b, row, nvlink, nvlink)
     except (OSError, ValueError) as e:
         row.bound = {"status": "error", "error": str(e)}
@@ -148,11 +136,7 @@ def measure(cfg, case):
                 if which == "swap":
                     row.stable_at = d.first_stable()
                     row.planned_device = seen
-            st = llm.steady(llm.read_stats(stats), row.limit, row.peaks[0])
-            if which == "swap":
-                row.steady = st
-            else:
-                row.host_steady = st
+                    row.steady = llm.steady(llm.read_stats(stats), row.limit, row.peaks[0])
     llm.failure_notes(row)
     return row
 
@@ -234,7 +218,7 @@ def section(rows):
     for row in rows:
         if row.notes and not row.limit:
             out.append(f"| {row.case.name} | — | — | {_s(row.ref.steady_time() if row.ref else None)}"
-                       + " | —" * 14 + f" | {'; '.join(row.notes)} |")
+                       + " | —" * 13 + f" | {'; '.join(row.notes)} |")
             continue
         peer, host = _steady_time(row.swap), _steady_time(row.host)
         tb, tb_peer = row.bound.get("bound_s"), row.peer_bound.get("bound_s")
