@@ -24,22 +24,31 @@ CUresult DestroyStream(CUstream h) {
   return CUDA_SUCCESS;
 }
 
-// Polls are free while they say "not ready": otherwise the number of polls a busy-wait loop
-// makes (wall-clock dependent) would leak into virtual time. Observing completion is a
-// synchronisation: the host clock moves to the completed work's end.
-CUresult Observed(std::uint64_t vtime) {
+// A poll answers as of the host's virtual time, as a real GPU answers as of now: work that ends
+// after the host clock is not ready, even when simgpu's worker has already run it (workers run
+// ahead of virtual time). Answering "done" there would move the host clock to the work's end,
+// turning every non-blocking check into a wait (an executor checking whether swap copies are in
+// flight before an unmap would wait for them instead). Such a poll costs a host call, so a
+// busy-wait loop ends within one call of the work's end. Work that is due in virtual time but
+// that the worker has not run yet (wall-clock lag, a blocked kernel) is not ready either, and
+// that poll is free: the number of such polls depends on wall-clock speed.
+CUresult Poll(Stream* s, std::uint64_t seq, std::uint64_t vtime) {
+  if (vtime > HostClock().Now()) {
+    const std::uint64_t call_ns = HostCallNs();
+    HostClock().Advance(call_ns > 0 ? call_ns : 1000);  // a loop must get there
+    return CUDA_ERROR_NOT_READY;
+  }
+  if (!s->Reached(seq)) return CUDA_ERROR_NOT_READY;
   detail::HostTick();
-  HostClock().RaiseTo(vtime);
-  return CUDA_SUCCESS;
+  return s->ctx()->Sticky();
 }
 
 CUresult Query(CUstream h, bool pt) {
   Stream* s = nullptr;
   SIMGPU_TRY(ResolveStream(h, pt, &s));
   std::uint64_t vt = 0;
-  if (!s->Reached(s->Tail(&vt))) return CUDA_ERROR_NOT_READY;
-  Observed(vt);
-  return s->ctx()->Sticky();
+  const std::uint64_t seq = s->Tail(&vt);
+  return Poll(s, seq, vt);
 }
 
 CUresult Sync(CUstream h, bool pt) {
@@ -293,14 +302,15 @@ SIMGPU_API CUresult cuEventQuery(CUevent h) try {
   std::uint64_t seq = 0, vt = 0;
   {
     std::lock_guard lock(e->mu);
-    if (!e->recorded) return Observed(0);
+    if (!e->recorded) {
+      detail::HostTick();
+      return CUDA_SUCCESS;
+    }
     s = e->stream;
     seq = e->seq;
     vt = e->vtime;
   }
-  if (!s->Reached(seq)) return CUDA_ERROR_NOT_READY;
-  Observed(vt);
-  return s->ctx()->Sticky();
+  return Poll(s.get(), seq, vt);
 }
 SIMGPU_CATCH
 SIMGPU_API CUresult cuEventSynchronize(CUevent h) try {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "fault_guard.h"
+#include "timeline.h"
 
 namespace chameleon::simgpu {
 namespace {
@@ -93,6 +94,12 @@ CUresult Stream::Submit(OpSpec op) {
   }
   vclock_ = start + duration;
   ctx_->device->frontier.RaiseTo(vclock_);
+  if (TimelineEnabled() && op.cost.kind != OpCost::Kind::kNone) {
+    TimelineRecord(
+        ctx_->device->ordinal, this,
+        op.cost.kind == OpCost::Kind::kCopy ? TimelineKind::kCopy : TimelineKind::kKernel, start,
+        vclock_, op.cost.bytes);
+  }
   PushLocked(Queued{std::move(op.work), nullptr, 0, op.fail});
   return CUDA_SUCCESS;
 }
@@ -101,6 +108,9 @@ void Stream::EnqueueWait(const std::shared_ptr<Stream>& other, std::uint64_t seq
                          std::uint64_t vtime) {
   const bool done = other.get() == this || other->Reached(seq);
   std::lock_guard lock(mu_);
+  if (vtime > vclock_ && TimelineEnabled()) {
+    TimelineRecord(ctx_->device->ordinal, this, TimelineKind::kWait, vclock_, vtime, 0);
+  }
   vclock_ = std::max(vclock_, vtime);
   if (!done) PushLocked(Queued{{}, other, seq, CUDA_SUCCESS});
 }

@@ -137,26 +137,46 @@ TEST_F(TimeTest, SynchronisationMovesTheHostClockToTheDevice) {
 
 void CountDown(void* latch) { static_cast<std::latch*>(latch)->count_down(); }
 
-// A poll that says "not ready" is free (else the number of polls, which depends on wall-clock
-// speed, would leak into virtual time); one that observes completion synchronises.
-TEST_F(TimeTest, NotReadyPollsAreFreeAndObservedCompletionSynchronises) {
-  Gate* gate = NewPinnedGate();
-  ASSERT_CU(LaunchBlock(gate, b_));
-  const std::uint64_t before = simgpuHostVirtualNs();
-  for (int i = 0; i < 100; ++i) ASSERT_EQ(cuStreamQuery(b_), CUDA_ERROR_NOT_READY);
-  EXPECT_EQ(simgpuHostVirtualNs(), before);
-  gate->Open();
-
+// A poll answers as of the host's virtual time: work whose virtual end lies ahead is not ready
+// even after simgpu's worker ran it (else the poll would move the host clock to that end: a wait
+// where the program asked not to wait), and such a poll costs one host call; a busy-wait loop
+// ends within one call of the work's end.
+TEST_F(TimeTest, APollBeforeTheVirtualEndSaysNotReadyAndCostsAHostCall) {
   ASSERT_CU(LaunchCost(100000, 0, a_));
   const std::uint64_t launched = simgpuHostVirtualNs();
+  ASSERT_CU(cuEventRecord(e0_, a_));
   std::latch reached(1);
   ASSERT_CU(cuLaunchHostFunc(a_, CountDown, &reached));
-  reached.wait();  // the kernel has run; the host function's completion follows at once
+  reached.wait();  // the worker has run the kernel and the event
+  const std::uint64_t before = simgpuHostVirtualNs();
+  EXPECT_EQ(cuEventQuery(e0_), CUDA_ERROR_NOT_READY);
+  EXPECT_EQ(cuStreamQuery(a_), CUDA_ERROR_NOT_READY);
+  EXPECT_EQ(simgpuHostVirtualNs(), before + 20);  // two calls at host_call_ns = 10
+  CUresult r;
+  while ((r = cuEventQuery(e0_)) == CUDA_ERROR_NOT_READY) {
+  }
+  ASSERT_CU(r);
+  const std::uint64_t end = launched + 100 + 100000;  // the kernel's virtual end
+  EXPECT_GE(simgpuHostVirtualNs(), end);
+  EXPECT_LE(simgpuHostVirtualNs(), end + 20);  // the last "not ready" and the answer
+}
+
+// Work that is due in virtual time but that the worker has not run (a blocked kernel, or a worker
+// behind in wall-clock time) is not ready, and those polls are free: their number depends on
+// wall-clock speed, which must not leak into virtual time.
+TEST_F(TimeTest, PollsOfDueWorkTheWorkerHasNotRunAreFree) {
+  Gate* gate = NewPinnedGate();
+  ASSERT_CU(LaunchBlock(gate, b_));
+  ASSERT_CU(LaunchCost(100000, 0, a_));  // the host polls a_ past the blocked kernel's end
   CUresult r;
   while ((r = cuStreamQuery(a_)) == CUDA_ERROR_NOT_READY) {
   }
   ASSERT_CU(r);
-  EXPECT_EQ(simgpuHostVirtualNs(), launched + 100 + 100000);
+  const std::uint64_t before = simgpuHostVirtualNs();
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(cuStreamQuery(b_), CUDA_ERROR_NOT_READY);
+  EXPECT_EQ(simgpuHostVirtualNs(), before);
+  gate->Open();
+  ASSERT_CU(cuStreamSynchronize(b_));
 }
 
 TEST_F(TimeTest, PinnedHostKernelArgumentsRunAtHostLinkBandwidth) {
