@@ -141,7 +141,9 @@ class SwapEngine {
   /// Bytes of chunks mapped to allocations (created minus pooled).
   std::uint64_t chunk_bytes_in_use() const;
   /// Unmaps swapped-out / freed ranges whose copies have completed; with `all`, also those still
-  /// in flight (waits). Called at iteration boundaries.
+  /// in flight (waits). Called at iteration boundaries and after the program's syncs. Without
+  /// `all`, does nothing while a swap copy is in flight (an unmap would make the host wait for
+  /// it) unless kMaxDeferredUnmaps ranges are pending.
   void FlushUnmaps(bool all = false);
   /// Gives idle pooled chunks (their fences complete) back to the driver; returns bytes released.
   /// A released chunk still mapped at a stale VA is freed by the driver once that is unmapped.
@@ -192,6 +194,13 @@ class SwapEngine {
 
  private:
   DriverApi api_;
+  /// Whether a swap copy is still running on the out or in stream (probed with a fresh fence on
+  /// each: cuEventQuery, no wait). Under mu_.
+  bool CopiesInFlight();
+  /// Pending unmaps beyond which a flush runs even with copies in flight (bounds the ranges,
+  /// fences and VA kept for them).
+  static constexpr std::size_t kMaxDeferredUnmaps = 16384;
+
   SwapEngineOptions options_;
   SwapCounters* counters_;
   std::size_t chunk_bytes_ = 0;

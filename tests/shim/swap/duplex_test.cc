@@ -104,6 +104,37 @@ TEST_F(DuplexTest, ASwapOutDuringItsOwnUnwaitedSwapInCopiesTheSwappedInData) {
   EXPECT_EQ(C(counters_.swap_in_bytes), 2 * kBytes);
 }
 
+// An unmap synchronises the device: a flush while a swap copy is in flight would make the host
+// wait for it (at a step's end, the whole swap-out backlog the next forward could overlap). The
+// flush waits for a moment when no copy runs; the ranges stay pending meanwhile, data intact.
+TEST_F(DuplexTest, AFlushWaitsWhileASwapCopyIsInFlight) {
+  StartEngine();
+  ASSERT_CU(engine_->Allocate(kBytes, compute_, &a_, &ida_));
+  ASSERT_CU(Fill(a_, kBytes, 7, compute_));
+  ASSERT_CU(engine_->SwapOut(ida_, compute_));
+  ASSERT_CU(ctx_sync_());  // A's copy is complete: its unmap is due
+  ASSERT_CU(engine_->Allocate(kBytes, compute_, &b_, &idb_));
+  ASSERT_CU(Fill(b_, kBytes, 99, compute_));
+  Signal* gate = NewSignal();
+  ASSERT_NE(gate, nullptr);
+  ASSERT_CU(Gate(engine_->out_stream(), gate, /*open_by_test=*/true));
+  ASSERT_CU(engine_->SwapOut(idb_, compute_));  // held behind the gate
+  const std::uint64_t syncs = C(counters_.device_syncs);
+  const std::uint64_t unmaps = C(counters_.unmaps);
+  engine_->FlushUnmaps();
+  EXPECT_EQ(C(counters_.unmaps), unmaps);  // B's copy is in flight: nothing unmapped
+  EXPECT_EQ(C(counters_.device_syncs), syncs);
+  Open(gate);
+  ASSERT_CU(ctx_sync_());
+  engine_->FlushUnmaps();
+  EXPECT_EQ(C(counters_.unmaps), unmaps + 2);  // A's and B's ranges, one synchronisation
+  EXPECT_EQ(C(counters_.device_syncs), syncs + 1);
+  CheckBack(ida_, a_, 7, 0);
+  CheckBack(idb_, b_, 99, 1);
+  EXPECT_EQ(results_[0], 0u);
+  EXPECT_EQ(results_[1], 0u);
+}
+
 TEST_F(DuplexTest, AStaleRangeUnmapTakesEveryCompletedPendingRangeWithIt) {
   StartEngine();
   // Three tensors swapped out; their chunks all reused by others.
