@@ -1,6 +1,8 @@
 // Streams and events.
 #include "api.h"
 
+#include <chrono>
+
 using namespace chameleon::simgpu;
 
 namespace {
@@ -29,16 +31,20 @@ CUresult DestroyStream(CUstream h) {
 // ahead of virtual time). Answering "done" there would move the host clock to the work's end,
 // turning every non-blocking check into a wait (an executor checking whether swap copies are in
 // flight before an unmap would wait for them instead). Such a poll costs a host call, so a
-// busy-wait loop ends within one call of the work's end. Work that is due in virtual time but
-// that the worker has not run yet (wall-clock lag, a blocked kernel) is not ready either, and
-// that poll is free: the number of such polls depends on wall-clock speed.
+// busy-wait loop ends within one call of the work's end. Work that is due in virtual time is
+// done, as on a GPU: if its worker is behind in wall-clock time the poll waits for it (wall time
+// only), so that the answer does not depend on how fast this machine runs the workers. Only work
+// that stays blocked for kPollWorkerWait (a kernel waiting on the host, in tests) is answered
+// not ready, free of virtual time (the number of such polls depends on wall-clock speed).
+constexpr std::chrono::milliseconds kPollWorkerWait{250};
+
 CUresult Poll(Stream* s, std::uint64_t seq, std::uint64_t vtime) {
   if (vtime > HostClock().Now()) {
     const std::uint64_t call_ns = HostCallNs();
     HostClock().Advance(call_ns > 0 ? call_ns : 1000);  // a loop must get there
     return CUDA_ERROR_NOT_READY;
   }
-  if (!s->Reached(seq)) return CUDA_ERROR_NOT_READY;
+  if (!s->Reached(seq) && !s->WaitFor(seq, kPollWorkerWait)) return CUDA_ERROR_NOT_READY;
   detail::HostTick();
   return s->ctx()->Sticky();
 }

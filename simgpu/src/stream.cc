@@ -140,6 +140,14 @@ void Stream::WaitFor(std::uint64_t seq) {
   --waiters_;
 }
 
+bool Stream::WaitFor(std::uint64_t seq, std::chrono::milliseconds limit) {
+  std::unique_lock lock(mu_);
+  ++waiters_;
+  const bool reached = done_cv_.wait_for(lock, limit, [&] { return completed_ >= seq; });
+  --waiters_;
+  return reached;
+}
+
 void Stream::Synchronize() {
   std::uint64_t vt = 0;
   std::uint64_t seq = Tail(&vt);

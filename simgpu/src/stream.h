@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -64,6 +65,8 @@ class Stream : public std::enable_shared_from_this<Stream> {
   std::uint64_t Mark(std::uint64_t* vclock);
   bool Reached(std::uint64_t seq);
   void WaitFor(std::uint64_t seq);
+  /// WaitFor, giving up after `limit` of wall time; false if `seq` was not reached.
+  bool WaitFor(std::uint64_t seq, std::chrono::milliseconds limit);
   /// Blocks until everything submitted so far has run; raises the host clock to its end.
   void Synchronize();
   /// Stops the worker after the queued work (cuStreamDestroy).
