@@ -13,24 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "chameleon/cli/byte_size_option.h"
 #include "chameleon/ipc/byte_size.h"
 #include "chameleon/policy/transfer_bound.h"
 
 namespace {
-
-/// A CLI11 option parsed by the one size grammar.
-CLI::Option* AddSize(CLI::App& app, const std::string& name, std::uint64_t* out,
-                     const std::string& help) {
-  return app.add_option_function<std::string>(
-      name,
-      [out, name](const std::string& text) {
-        const chameleon::ipc::ByteSize size = chameleon::ipc::ParseByteSize(text);
-        if (!size)
-          throw CLI::ValidationError(name, std::string("expected a byte size: ") + size.error);
-        *out = size.bytes;
-      },
-      help);
-}
 
 std::uint64_t SizeOrThrow(const std::string& key, const std::string& text) {
   const chameleon::ipc::ByteSize size = chameleon::ipc::ParseByteSize(text);
@@ -121,22 +108,26 @@ int main(int argc, char** argv) {
   std::uint64_t out_bw = 0, in_bw = 0;
   // The single-device bound's options are required unless the `pipeline` subcommand runs.
   std::vector<CLI::Option*> required;
-  required.push_back(
-      AddSize(app, "--peak", &in.peak_bytes, "the unlimited step's peak device memory"));
-  AddSize(app, "--limit", &in.limit_bytes, "the device limit (also for `pipeline`)");
-  AddSize(app, "--optimizer-bytes", &in.optimizer_state_bytes,
-          "optimizer-state bytes P (0 for traces)");
-  required.push_back(
-      AddSize(app, "--out-bw", &out_bw, "device-to-host bandwidth, bytes per second"));
-  required.push_back(AddSize(app, "--in-bw", &in_bw, "host-to-device bandwidth, bytes per second"));
+  required.push_back(chameleon::cli::AddByteSizeOption(app, "--peak", &in.peak_bytes,
+                                                       "the unlimited step's peak device memory"));
+  chameleon::cli::AddByteSizeOption(app, "--limit", &in.limit_bytes,
+                                    "the device limit (also for `pipeline`)");
+  chameleon::cli::AddByteSizeOption(app, "--optimizer-bytes", &in.optimizer_state_bytes,
+                                    "optimizer-state bytes P (0 for traces)");
+  required.push_back(chameleon::cli::AddByteSizeOption(
+      app, "--out-bw", &out_bw, "device-to-host bandwidth, bytes per second"));
+  required.push_back(chameleon::cli::AddByteSizeOption(
+      app, "--in-bw", &in_bw, "host-to-device bandwidth, bytes per second"));
   app.add_option("--unlimited-s", in.unlimited_s,
                  "the unlimited step (pipeline: iteration) time, seconds");
   required.push_back(
       app.add_option("--forward-s", in.forward_s, "the unlimited step's time up to its peak"));
   app.add_option("--backward-s", in.backward_s,
                  "the unlimited step's backward phase (enables the windowed bound windowed_s)");
-  AddSize(app, "--largest-op", &in.largest_op_bytes, "the largest working set of a single op");
-  AddSize(app, "--reserve", &in.reserve_bytes, "the executor's reserve on the device");
+  chameleon::cli::AddByteSizeOption(app, "--largest-op", &in.largest_op_bytes,
+                                    "the largest working set of a single op");
+  chameleon::cli::AddByteSizeOption(app, "--reserve", &in.reserve_bytes,
+                                    "the executor's reserve on the device");
   CLI::App* pipeline =
       app.add_subcommand("pipeline",
                          "the bound of a 1F1B pipeline, one stage per device "

@@ -13,8 +13,8 @@
 #include <sstream>
 #include <string>
 
+#include "chameleon/cli/byte_size_option.h"
 #include "chameleon/daemon/swap_chunk.h"
-#include "chameleon/ipc/byte_size.h"
 #include "chameleon/policy/explain.h"
 #include "chameleon/policy/generator.h"
 #include "chameleon/policy/options.h"
@@ -24,20 +24,6 @@
 namespace {
 
 namespace policy = chameleon::policy;
-
-/// A CLI11 option parsed by the one size grammar (ipc/byte_size.h).
-CLI::Option* AddSize(CLI::App& app, const std::string& name, std::uint64_t* out,
-                     const std::string& help) {
-  return app.add_option_function<std::string>(
-      name,
-      [out, name](const std::string& text) {
-        const chameleon::ipc::ByteSize size = chameleon::ipc::ParseByteSize(text);
-        if (!size)
-          throw CLI::ValidationError(name, std::string("expected a byte size: ") + size.error);
-        *out = size.bytes;
-      },
-      help);
-}
 
 bool ReadFile(const std::string& path, std::string* text) {
   std::ifstream in(path, std::ios::binary);
@@ -79,11 +65,15 @@ int main(int argc, char** argv) {
   bool as_json = false;
   app.add_option("profile", profile_path, "detailed profile (JSON, docs/profile-format.md)")
       ->required();
-  AddSize(app, "--limit", &options.device_limit_bytes, "the device limit")->required();
-  AddSize(app, "--out-bw", &out_bw, "device-to-host bandwidth, bytes per second (default 25GB)");
-  AddSize(app, "--in-bw", &in_bw, "host-to-device bandwidth, bytes per second (default 25GB)");
-  AddSize(app, "--reserve", &options.reserve_bytes,
-          "bytes kept free below the limit (default: the daemon's, docs/policy.md \"Reserve\")");
+  chameleon::cli::AddByteSizeOption(app, "--limit", &options.device_limit_bytes, "the device limit")
+      ->required();
+  chameleon::cli::AddByteSizeOption(app, "--out-bw", &out_bw,
+                                    "device-to-host bandwidth, bytes per second (default 25GB)");
+  chameleon::cli::AddByteSizeOption(app, "--in-bw", &in_bw,
+                                    "host-to-device bandwidth, bytes per second (default 25GB)");
+  chameleon::cli::AddByteSizeOption(
+      app, "--reserve", &options.reserve_bytes,
+      "bytes kept free below the limit (default: the daemon's, docs/policy.md \"Reserve\")");
   app.add_option("--candidate", candidate,
                  "the GEN_POLICY candidate's configuration (0 = the base; C and margin vary)");
   app.add_option("--csv", csv_path, "also write the plan as CSV to this file");

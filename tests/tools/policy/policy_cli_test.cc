@@ -1,39 +1,31 @@
 // chameleon-policy end to end: a profile file in (docs/profile-format.md), the plan the daemon's
 // generator makes under the daemon's executor model out, with the documented exit statuses.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "chameleon/policy/profile_json.h"
 #include "chameleon/policy/synthetic.h"
+#include "support/child_process.h"
 
 namespace {
 
-struct CliResult {
-  int status = -1;
-  std::string out;
-};
-
-CliResult Policy(const std::string& args) {
-  CliResult run;
-  const std::string command = std::string(CHAMELEON_POLICY_PATH) + " " + args + " 2>/dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return run;
-  char buf[512];
-  while (std::fgets(buf, sizeof(buf), pipe) != nullptr) run.out += buf;
-  const int status = pclose(pipe);
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
-
 class PolicyCli : public ::testing::Test {
  protected:
+  /// chameleon-policy with `args` (split on spaces): exit status and stdout.
+  chameleon::test_support::ChildResult Policy(const std::string& args) {
+    std::vector<std::string> argv{CHAMELEON_POLICY_PATH};
+    std::istringstream words(args);
+    for (std::string w; words >> w;) argv.push_back(w);
+    return chameleon::test_support::RunChild(argv, {}, dir_);
+  }
   void SetUp() override {
     dir_ = "/tmp/policy_cli_test." + std::to_string(getpid());
     ASSERT_EQ(std::system(("mkdir -p " + dir_).c_str()), 0);
@@ -55,8 +47,8 @@ class PolicyCli : public ::testing::Test {
 
 TEST_F(PolicyCli, ShouldPlanAProfileBelowTheLimitAndWriteItsCsv) {
   const std::uint64_t limit = peak_ * 3 / 4;
-  const CliResult run = Policy(Path("profile.json") + " --limit " + std::to_string(limit) +
-                               " --json --csv " + Path("plan.csv"));
+  const auto run = Policy(Path("profile.json") + " --limit " + std::to_string(limit) +
+                          " --json --csv " + Path("plan.csv"));
   ASSERT_EQ(run.status, 0) << run.out;
   const auto j = nlohmann::json::parse(run.out);
   EXPECT_EQ(j["status"], "ok");
@@ -75,13 +67,13 @@ TEST_F(PolicyCli, ShouldPlanAProfileBelowTheLimitAndWriteItsCsv) {
 }
 
 TEST_F(PolicyCli, ShouldPrintTheTableByDefault) {
-  const CliResult run = Policy(Path("profile.json") + " --limit " + std::to_string(peak_ * 3 / 4));
+  const auto run = Policy(Path("profile.json") + " --limit " + std::to_string(peak_ * 3 / 4));
   ASSERT_EQ(run.status, 0);
   EXPECT_EQ(run.out.rfind("limit ", 0), 0u) << run.out;  // the summary line leads the table
 }
 
 TEST_F(PolicyCli, ShouldExitOneWhenNoPlanFits) {
-  const CliResult run = Policy(Path("profile.json") + " --limit 1MiB --json");
+  const auto run = Policy(Path("profile.json") + " --limit 1MiB --json");
   EXPECT_EQ(run.status, 1);
   const auto j = nlohmann::json::parse(run.out);
   EXPECT_EQ(j["status"], "infeasible");
