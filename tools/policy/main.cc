@@ -12,9 +12,11 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "chameleon/cli/byte_size_option.h"
 #include "chameleon/daemon/swap_chunk.h"
+#include "chameleon/policy/device_profile.h"
 #include "chameleon/policy/explain.h"
 #include "chameleon/policy/generator.h"
 #include "chameleon/policy/options.h"
@@ -62,6 +64,7 @@ int main(int argc, char** argv) {
   policy::GeneratorOptions options;
   std::uint64_t out_bw = 0, in_bw = 0;
   std::uint32_t candidate = 0;
+  std::uint16_t device = 0;
   bool as_json = false;
   app.add_option("profile", profile_path, "detailed profile (JSON, docs/profile-format.md)")
       ->required();
@@ -76,6 +79,9 @@ int main(int argc, char** argv) {
       "bytes kept free below the limit (default: the daemon's, docs/policy.md \"Reserve\")");
   app.add_option("--candidate", candidate,
                  "the GEN_POLICY candidate's configuration (0 = the base; C and margin vary)");
+  app.add_option("--device", device,
+                 "plan this device's tensors of a multi-device profile (the executor's; default "
+                 "0): the others take no room and are not swapped, as in the daemon");
   app.add_option("--csv", csv_path, "also write the plan as CSV to this file");
   app.add_option("--timeline", timeline_path,
                  "also write the memory timeline (.svg, otherwise a gnuplot script)");
@@ -94,6 +100,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "chameleon-policy: %s: %s\n", profile_path.c_str(), e.what());
     return 2;
   }
+  // A process driving several devices is planned for the one its executor serves.
+  profile = policy::ProjectToDevice(profile, device).profile;
   // The daemon's model of its shim (session_policy.cc TakeGeneration).
   options.device_to_host_bytes_per_s = static_cast<double>(out_bw);
   options.host_to_device_bytes_per_s = static_cast<double>(in_bw);
