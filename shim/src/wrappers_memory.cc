@@ -41,11 +41,15 @@ std::uint64_t StreamValue(CUstream s, bool per_thread) {
 
 namespace {
 
-/// A passed-through allocation under the executor: make room first, retry once if the driver
-/// itself refuses (chunks the engine still holds, or its stale mappings, may be in the way).
+/// A passed-through allocation on the executor's device: make room first, retry once if the
+/// driver itself refuses (chunks the engine still holds, or its stale mappings, may be in the
+/// way). On another device the executor holds nothing to give: making room there trimmed its
+/// own pool for nothing, and on a 1F1B pipeline in one process (every later stage allocating on
+/// its own device) each such trim unmapped stale ranges, a device synchronisation that drained
+/// all four stages' queues, three times a step.
 template <typename Call>
-CUresult PassThroughAlloc(Executor* ex, std::uint64_t bytes, Call&& call) {
-  if (ex == nullptr) return call();
+CUresult PassThroughAlloc(Executor* ex, std::uint16_t device, std::uint64_t bytes, Call&& call) {
+  if (ex == nullptr || device != ex->device) return call();
   if (!ExecutorAdmit(*ex, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
   CUresult r = call();
   // The driver's bookkeeping can lag ours (stream-ordered frees it has not executed yet): give
@@ -77,7 +81,7 @@ CUresult AllocCommon(Runtime& rt, CUdeviceptr* dptr, std::uint64_t bytes, CUstre
   if (ex != nullptr && dptr != nullptr && ExecutorServes(*ex, CurrentDevice(rt), bytes)) {
     return ExecutorAlloc(rt, *ex, dptr, bytes, stream, kind, stream_value);
   }
-  const CUresult r = PassThroughAlloc(ex, bytes, real_call);
+  const CUresult r = PassThroughAlloc(ex, CurrentDevice(rt), bytes, real_call);
   if (r == CUDA_SUCCESS && dptr != nullptr) {
     const std::uint16_t device = CurrentDevice(rt);
     if (TrackAlloc(rt, *dptr, bytes, kind, stream_value, device, true, ex != nullptr ? 0 : -1) &&
@@ -136,9 +140,9 @@ CHAMELEON_WRAPPER(cuMemAllocPitch_v2, (CUdeviceptr * dptr, size_t* pitch, size_t
     return r;
   }
   // The size is known only after the call: admit the request's minimum.
-  const CUresult r = PassThroughAlloc(ex, static_cast<std::uint64_t>(width) * height, [&] {
-    return real(dptr, pitch, width, height, element_bytes);
-  });
+  const CUresult r =
+      PassThroughAlloc(ex, CurrentDevice(rt), static_cast<std::uint64_t>(width) * height,
+                       [&] { return real(dptr, pitch, width, height, element_bytes); });
   if (r == CUDA_SUCCESS && dptr != nullptr && pitch != nullptr) {
     const std::uint16_t device = CurrentDevice(rt);
     if (TrackAlloc(rt, *dptr, *pitch * height, ipc::AllocKind::kPlain, 0, device, true,
@@ -214,7 +218,8 @@ CHAMELEON_WRAPPER(cuMemCreate, (CUmemGenericAllocationHandle * handle, size_t by
   }
   // Any other handle is the program's own physical memory: never swapped, but counted against
   // the limit.
-  const CUresult r = PassThroughAlloc(ex, bytes, [&] { return real(handle, bytes, prop, flags); });
+  const CUresult r =
+      PassThroughAlloc(ex, device, bytes, [&] { return real(handle, bytes, prop, flags); });
   if (r == CUDA_SUCCESS && handle != nullptr) {
     if (on_device) {
       TrackVmmCreate(rt, *handle, bytes, device);

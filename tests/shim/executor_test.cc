@@ -290,5 +290,23 @@ TEST(ExecutorMemInfoTest, AnInvalidLimitIsReportedAndIgnored) {
   EXPECT_EQ(MemInfo(r)[0].second, 1ull << 30);  // pass-through: the device's figures
 }
 
+// An allocation on a device the executor does not serve takes nothing from its pool: before,
+// it was admitted against the executor's device, whose full pool was trimmed for it (stale
+// ranges unmapped, a device synchronisation that drained every device's queue: three a step on
+// a four-stage pipeline in one process).
+TEST(ExecutorMemInfoTest, AnAllocationOnAnotherDeviceLeavesTheExecutorsPoolAlone) {
+  auto env = ShimEnv("/nonexistent/c.sock");
+  env["SIMGPU_DEVICES"] = "2";
+  env["SIMGPU_MEMORY"] = "1GiB";
+  env["CHAMELEON_DEVICE_LIMIT"] = "32MiB";
+  env["CHAMELEON_STATS_FILE"] = StatsPath();
+  const Result r = RunCaptured({CHAMELEON_MEMINFO_PROG, "other-device"}, env);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(std::find(r.out.begin(), r.out.end(), "other-device ok"), r.out.end());
+  ASSERT_TRUE(r.stats.count("unmaps")) << r.err;
+  EXPECT_EQ(r.stats.at("unmaps"), 0u);
+  EXPECT_EQ(r.stats.at("chunk_bytes"), 32ull << 20);  // the pool as the frees left it
+}
+
 }  // namespace
 }  // namespace shim_test

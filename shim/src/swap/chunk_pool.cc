@@ -210,18 +210,38 @@ std::uint64_t ChunkPool::Trim() {
     if (Live(e) && fences_->Done(chunks_[e.chunk].fence)) idle.push_back(e.chunk);
   }
   for (const std::uint32_t id : idle) {
-    Chunk& c = chunks_[id];
-    RemoveFromPool(id);
-    fences_->Unref(c.fence);
-    counters_->Vmm(counters_->vmm_creates);
-    api_->mem_release(c.handle);
-    c = Chunk{0, nullptr, c.epoch + 1, 0, false};
-    dead_.push_back(id);
-    created_bytes_ -= chunk_bytes_;
+    ReleaseToDriver(id);
     released += chunk_bytes_;
   }
   counters_->chunk_bytes.store(created_bytes_, std::memory_order_relaxed);
   return released;
+}
+
+std::uint64_t ChunkPool::TrimUnmapped(std::uint64_t want) {
+  std::uint64_t released = 0;
+  std::vector<std::uint32_t> idle;
+  for (const Entry& e : pool_) {
+    if (released + idle.size() * chunk_bytes_ >= want) break;
+    const Chunk& c = chunks_[e.chunk];
+    if (Live(e) && c.mappings == 0 && fences_->Done(c.fence)) idle.push_back(e.chunk);
+  }
+  for (const std::uint32_t id : idle) {
+    ReleaseToDriver(id);
+    released += chunk_bytes_;
+  }
+  counters_->chunk_bytes.store(created_bytes_, std::memory_order_relaxed);
+  return released;
+}
+
+void ChunkPool::ReleaseToDriver(std::uint32_t id) {
+  Chunk& c = chunks_[id];
+  RemoveFromPool(id);
+  fences_->Unref(c.fence);
+  counters_->Vmm(counters_->vmm_creates);
+  api_->mem_release(c.handle);
+  c = Chunk{0, nullptr, c.epoch + 1, 0, false, 0};
+  dead_.push_back(id);
+  created_bytes_ -= chunk_bytes_;
 }
 
 }  // namespace chameleon::shim::swap

@@ -105,6 +105,20 @@ class ChunkPool {
   void set_discarded(std::uint32_t chunk) { chunks_[chunk].stale = false; }
   /// Releases (cuMemRelease) pooled chunks whose fence has completed. Returns bytes released.
   std::uint64_t Trim();
+  /// Releases idle pooled chunks that no VA maps any more, oldest release first, until at least
+  /// `want` bytes went (or none is left). Their memory returns to the driver at once, with no
+  /// unmap: a cuMemRelease'd chunk keeps its memory while a stale range still maps it, and
+  /// unmapping one synchronises the device. Returns bytes released.
+  std::uint64_t TrimUnmapped(std::uint64_t want);
+  /// VA mappings of a chunk (VaMapper keeps them): a pooled chunk with none holds no stale range.
+  /// `handle` names the chunk's incarnation: a range mapping a chunk that was released (and whose
+  /// id serves a new chunk) drops nothing.
+  void AddMapping(std::uint32_t chunk) { ++chunks_[chunk].mappings; }
+  void DropMapping(std::uint32_t chunk, CUmemGenericAllocationHandle handle) {
+    Chunk& c = chunks_[chunk];
+    if (c.handle == handle && c.mappings > 0) --c.mappings;
+  }
+  std::uint32_t mappings(std::uint32_t chunk) const { return chunks_[chunk].mappings; }
 
  private:
   struct Chunk {
@@ -113,6 +127,7 @@ class ChunkPool {
     std::uint64_t epoch = 0;     // bumped on every Take
     std::uint64_t pool_seq = 0;  // release sequence number while pooled, 0 when in use
     bool stale = false;          // released since created or discarded: may hold old bytes
+    std::uint32_t mappings = 0;  // VA ranges mapping it (its owner's, and stale ones)
   };
   /// An entry of the FIFO; stale (skipped) once the chunk left the pool or was released again.
   struct Entry {
@@ -122,6 +137,8 @@ class ChunkPool {
   bool Live(const Entry& e) const { return chunks_[e.chunk].pool_seq == e.seq; }
   void AddToPool(std::uint32_t chunk, bool front);
   void RemoveFromPool(std::uint32_t chunk);
+  /// cuMemRelease of a pooled chunk whose fence has completed.
+  void ReleaseToDriver(std::uint32_t chunk);
   /// Drops stale entries once they outnumber the live ones.
   void MaybeCompact();
   bool CreateChunk(std::uint32_t* chunk);

@@ -80,7 +80,7 @@ CUresult Evictor::TakeChunks(std::uint32_t n, CUstream wait_stream, AllocId excl
 bool Evictor::MakeRoom(std::uint64_t bytes) {
   const auto fits = [&] { return base_.chunks->room_bytes() >= bytes; };
   if (fits()) return true;
-  Trim();
+  Trim(bytes - base_.chunks->room_bytes());
   if (fits()) return true;
   DrainAndTrim();
   // Each eviction puts the victim's chunks in the pool; draining lets them go to the driver.
@@ -89,19 +89,25 @@ bool Evictor::MakeRoom(std::uint64_t bytes) {
 }
 
 bool Evictor::ReleaseBytes(std::uint64_t bytes) {
-  std::uint64_t released = Trim();
+  std::uint64_t released = Trim(bytes);
   if (released < bytes) released += DrainAndTrim();
   while (released < bytes && EvictClosest(bytes, 0)) released += DrainAndTrim();
   return released > 0;
 }
 
-std::uint64_t Evictor::Trim() {
+std::uint64_t Evictor::Trim(std::uint64_t want) {
+  // A passed-through allocation under pressure needs a few MB: on a 1F1B pipeline (Llama 2 7B
+  // S4096, four stages in one process) three such trims a step, each unmapping every stale range
+  // first, made three device synchronisations a step, each of which drains all four stages'
+  // queues (simgpu's unmap waits for every device). Chunks no range maps any more need no unmap.
+  const std::uint64_t unmapped = base_.chunks->TrimUnmapped(want);
+  if (unmapped >= want) return unmapped;
   // A pooled chunk may still be mapped at the stale VA of a swapped-out or freed range, and the
   // driver frees a released chunk only once its last mapping goes: unmap first what can go (the
   // same fences guard both), so the chunks Trim releases really return their memory.
   unmaps_->Flush(/*all=*/false);
   if (free_ranges_->Flush(/*all=*/true) > 0) base_.counters->Add(base_.counters->device_syncs);
-  return base_.chunks->Trim();
+  return unmapped + base_.chunks->Trim();
 }
 
 std::uint64_t Evictor::DrainAndTrim() {

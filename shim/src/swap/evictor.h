@@ -72,9 +72,11 @@ class Evictor {
   /// Gives at least `bytes` of chunks back to the driver, evicting if needed. False when
   /// nothing could be released.
   bool ReleaseBytes(std::uint64_t bytes);
-  /// Unmaps the ranges whose fences completed (free ranges too), then releases idle pooled
-  /// chunks. Returns the bytes released.
-  std::uint64_t Trim();
+  /// Releases idle pooled chunks until `want` bytes went: first those no VA maps any more (no
+  /// driver call but the release), and only if they fall short, unmaps the ranges whose fences
+  /// completed (free ranges too; one device synchronisation) and releases every idle chunk.
+  /// Returns the bytes released.
+  std::uint64_t Trim(std::uint64_t want = UINT64_MAX);
   /// Waits for the side streams and every pending unmap, then trims (a counted stall).
   std::uint64_t DrainAndTrim();
 

@@ -59,6 +59,33 @@ TEST_F(PartsFixture, EvictorMakesRoomForOutsideBytesByEvictingAndDraining) {
   EXPECT_FALSE(evictor_->MakeRoom(4 * kChunk));  // nothing left to evict
 }
 
+// Room for a few outside bytes comes from pooled chunks nothing maps, with no unmap: a freed
+// range that is still cached (mapped, intact) stays reusable whole. Only when those fall short
+// are stale and cached ranges unmapped (one device synchronisation).
+TEST_F(PartsFixture, EvictorTrimsChunksNothingMapsBeforeUnmappingAnyRange) {
+  StartParts(/*limit=*/4 * kChunk);
+  sw::Allocation* x = NewFilled(2 * kChunk, 1);
+  const CUdeviceptr x_va = x->va;
+  std::vector<std::uint32_t> loose;
+  ASSERT_CU(chunks_->Take(2, compute_, &loose));  // created, never mapped
+  chunks_->Release(loose, nullptr, nullptr);
+  ASSERT_CU(allocator_->Free(x->id, compute_));  // cached, still mapped to its chunks
+  ASSERT_EQ(free_ranges_->mapped(), 1u);
+  EXPECT_TRUE(evictor_->MakeRoom(2 * kChunk));
+  EXPECT_EQ(Count(counters_.unmaps), 0u);
+  EXPECT_EQ(Count(counters_.device_syncs), 0u);
+  EXPECT_EQ(free_ranges_->mapped(), 1u);
+  EXPECT_EQ(chunks_->created_bytes(), 2 * kChunk);
+  sw::Allocation* again = NewFilled(2 * kChunk, 2);  // the cached range, taken back whole
+  EXPECT_EQ(again->va, x_va);
+  EXPECT_EQ(Count(counters_.range_reuses), 1u);
+  ASSERT_CU(allocator_->Free(again->id, compute_));
+  EXPECT_CU(ctx_sync_());
+  EXPECT_TRUE(evictor_->MakeRoom(4 * kChunk));  // now the cached range must go
+  EXPECT_EQ(Count(counters_.unmaps), 1u);
+  EXPECT_EQ(chunks_->created_bytes(), 0u);
+}
+
 // Belady over a hand-made recorded iteration of 8 ops (the previous one; ids 1-4 are long-lived):
 //   op: 0  1  2  3  4  5  6  7
 //       a  b  c  b  d  .  a  c

@@ -43,5 +43,52 @@ TEST_F(PartsFixture, VaMapperLeavesNothingMappedWhenAMapFails) {
   chunks_->Release(two, nullptr, nullptr);
 }
 
+// A pooled chunk still mapped at a stale range keeps its memory when released; the mapper's
+// counts let a trim release only chunks that nothing maps (no unmap, which synchronises).
+TEST_F(PartsFixture, VaMapperCountsTheRangesMappingEachChunkForTrimUnmapped) {
+  StartParts();
+  CUdeviceptr stale = 0, gone = 0;
+  ASSERT_CU(vmm_->Reserve(&stale, 3 * kChunk));
+  ASSERT_CU(vmm_->Reserve(&gone, kChunk));
+  std::vector<std::uint32_t> three, one;
+  ASSERT_CU(chunks_->Take(3, compute_, &three));
+  ASSERT_CU(chunks_->Take(1, compute_, &one));
+  ASSERT_CU(vmm_->Map(stale, three));
+  ASSERT_CU(vmm_->Map(gone, one));
+  ASSERT_CU(vmm_->Unmap(gone, kChunk));
+  for (std::uint32_t c : three) EXPECT_EQ(chunks_->mappings(c), 1u);
+  EXPECT_EQ(chunks_->mappings(one[0]), 0u);
+  chunks_->Release(three, nullptr, nullptr);  // pooled, still mapped at `stale`
+  chunks_->Release(one, nullptr, nullptr);
+  EXPECT_EQ(chunks_->TrimUnmapped(kChunk), kChunk);  // the one nothing maps
+  EXPECT_EQ(chunks_->created_bytes(), 3 * kChunk);
+  EXPECT_EQ(chunks_->TrimUnmapped(UINT64_MAX), 0u);  // the rest still mapped
+  EXPECT_EQ(Count(counters_.unmaps), 1u);            // and no unmap was made for it
+  ASSERT_CU(vmm_->Unmap(stale, 3 * kChunk));
+  EXPECT_EQ(chunks_->TrimUnmapped(2 * kChunk), 2 * kChunk);  // no more than asked (rounded)
+  EXPECT_EQ(chunks_->TrimUnmapped(UINT64_MAX), kChunk);
+  EXPECT_EQ(chunks_->created_bytes(), 0u);
+  vmm_->FreeAddress(stale, 3 * kChunk);
+  vmm_->FreeAddress(gone, kChunk);
+}
+
+// One unmap over two ranges Map recorded separately drops both.
+TEST_F(PartsFixture, VaMapperForgetsEveryRangeAnUnmapCovers) {
+  StartParts();
+  CUdeviceptr va = 0;
+  ASSERT_CU(vmm_->Reserve(&va, 2 * kChunk));
+  std::vector<std::uint32_t> a, b;
+  ASSERT_CU(chunks_->Take(1, compute_, &a));
+  ASSERT_CU(chunks_->Take(1, compute_, &b));
+  ASSERT_CU(vmm_->Map(va, a));
+  ASSERT_CU(vmm_->Map(va + kChunk, b));
+  ASSERT_CU(vmm_->Unmap(va, 2 * kChunk));
+  EXPECT_EQ(chunks_->mappings(a[0]), 0u);
+  EXPECT_EQ(chunks_->mappings(b[0]), 0u);
+  vmm_->FreeAddress(va, 2 * kChunk);
+  chunks_->Release(a, nullptr, nullptr);
+  chunks_->Release(b, nullptr, nullptr);
+}
+
 }  // namespace
 }  // namespace swap_test
