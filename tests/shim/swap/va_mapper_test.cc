@@ -37,7 +37,12 @@ TEST_F(PartsFixture, VaMapperLeavesNothingMappedWhenAMapFails) {
   // The first slot was unmapped again: mapping a chunk there works.
   std::vector<std::uint32_t> first(two.begin(), two.begin() + 1);
   EXPECT_CU(vmm_->Map(va, first));
+  EXPECT_EQ(chunks_->mappings(first[0]), 1u);  // the failed map left no count behind
+  EXPECT_EQ(chunks_->mappings(two[1]), 0u);
   EXPECT_CU(vmm_->Unmap(va, 2 * kChunk));
+  // One unmap over both ranges drops both counts.
+  EXPECT_EQ(chunks_->mappings(one[0]), 0u);
+  EXPECT_EQ(chunks_->mappings(first[0]), 0u);
   vmm_->FreeAddress(va, 2 * kChunk);
   chunks_->Release(one, nullptr, nullptr);
   chunks_->Release(two, nullptr, nullptr);
@@ -70,24 +75,6 @@ TEST_F(PartsFixture, VaMapperCountsTheRangesMappingEachChunkForTrimUnmapped) {
   EXPECT_EQ(chunks_->created_bytes(), 0u);
   vmm_->FreeAddress(stale, 3 * kChunk);
   vmm_->FreeAddress(gone, kChunk);
-}
-
-// One unmap over two ranges Map recorded separately drops both.
-TEST_F(PartsFixture, VaMapperForgetsEveryRangeAnUnmapCovers) {
-  StartParts();
-  CUdeviceptr va = 0;
-  ASSERT_CU(vmm_->Reserve(&va, 2 * kChunk));
-  std::vector<std::uint32_t> a, b;
-  ASSERT_CU(chunks_->Take(1, compute_, &a));
-  ASSERT_CU(chunks_->Take(1, compute_, &b));
-  ASSERT_CU(vmm_->Map(va, a));
-  ASSERT_CU(vmm_->Map(va + kChunk, b));
-  ASSERT_CU(vmm_->Unmap(va, 2 * kChunk));
-  EXPECT_EQ(chunks_->mappings(a[0]), 0u);
-  EXPECT_EQ(chunks_->mappings(b[0]), 0u);
-  vmm_->FreeAddress(va, 2 * kChunk);
-  chunks_->Release(a, nullptr, nullptr);
-  chunks_->Release(b, nullptr, nullptr);
 }
 
 }  // namespace
