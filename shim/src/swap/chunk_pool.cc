@@ -218,19 +218,15 @@ std::uint64_t ChunkPool::Trim() {
 }
 
 std::uint64_t ChunkPool::TrimUnmapped(std::uint64_t want) {
-  std::uint64_t released = 0;
   std::vector<std::uint32_t> idle;
   for (const Entry& e : pool_) {
-    if (released + idle.size() * chunk_bytes_ >= want) break;
+    if (idle.size() * chunk_bytes_ >= want) break;
     const Chunk& c = chunks_[e.chunk];
     if (Live(e) && c.mappings == 0 && fences_->Done(c.fence)) idle.push_back(e.chunk);
   }
-  for (const std::uint32_t id : idle) {
-    ReleaseToDriver(id);
-    released += chunk_bytes_;
-  }
+  for (const std::uint32_t id : idle) ReleaseToDriver(id);
   counters_->chunk_bytes.store(created_bytes_, std::memory_order_relaxed);
-  return released;
+  return idle.size() * chunk_bytes_;
 }
 
 void ChunkPool::ReleaseToDriver(std::uint32_t id) {
