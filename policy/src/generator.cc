@@ -6,6 +6,7 @@
 #include "chameleon/policy/candidates.h"
 #include "chameleon/policy/memory.h"
 #include "chameleon/policy/phases.h"
+#include "executor_replay.h"
 #include "infeasibility.h"
 #include "search.h"
 #include "swap_in_order.h"
@@ -40,14 +41,18 @@ std::uint32_t LayersPerPhase(const Profile& profile, const GeneratorOptions& opt
   return kDefaultLayersPerPhase;
 }
 
-void Summarise(Plan* plan) {
+void Summarise(const Profile& profile, const GeneratorOptions& options, Plan* plan) {
   plan->memory_after = detail::MemoryAfter(plan->memory_before, plan->swaps);
   plan->predicted_peak_bytes =
       *std::max_element(plan->memory_after.begin(), plan->memory_after.end());
-  double stall = 0;
-  for (const PlannedSwap& s : plan->swaps) stall += s.stall_s;
-  plan->predicted_stall_s = stall;
-  plan->predicted_iteration_s = plan->iteration_s + stall;
+  const detail::ReplayedIteration replayed =
+      detail::ReplayOnExecutor(profile, plan->swaps, options, plan->iteration_s);
+  plan->predicted_in_wait_s = replayed.in_wait_s;
+  plan->predicted_out_wait_s = replayed.out_wait_s;
+  plan->predicted_stall_s = replayed.in_wait_s + replayed.out_wait_s;
+  plan->predicted_iteration_s = plan->iteration_s + plan->predicted_stall_s;
+  plan->simulated_stall_s = 0;
+  for (const PlannedSwap& s : plan->swaps) plan->simulated_stall_s += s.stall_s;
 }
 
 GenerateResult Fail(GenerateStatus status, std::string message) {
@@ -123,13 +128,13 @@ GenerateResult GeneratePlan(const Profile& profile, const GeneratorOptions& opti
     detail::DropSwapsRedundantUntilUse(plan.memory_before, limit, &plan.swaps);
     detail::OrderSwapInsByUse(plan.memory_before, limit, &plan.swaps);
   }
-  Summarise(&plan);
+  Summarise(profile, options, &plan);
   if (best.max_excess > 0) {
     result.status = GenerateStatus::kInfeasible;
     result.infeasibility = detail::ExplainInfeasibility(profile, plan, planning);
     result.message = detail::InfeasibilityMessage(profile, result.infeasibility);
     plan.swaps.clear();  // never hand out a plan that does not fit
-    Summarise(&plan);
+    Summarise(profile, options, &plan);
   }
   return result;
 }

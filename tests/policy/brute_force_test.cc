@@ -40,12 +40,12 @@ TEST(PolicyBruteForce, ShouldStayWithinFivePercentOfTheOptimumOnTinyInstances) {
     ++brute_feasible;
     ++compared;
     const double slack = 0.05 * in.profile.iteration_s;
-    if (r.ok() && r.plan.predicted_stall_s <= best.min_stall + slack + 1e-9) {
+    if (r.ok() && r.plan.simulated_stall_s <= best.min_stall + slack + 1e-9) {
       ++close;
     } else if (std::getenv("POLICY_VERBOSE")) {
       std::printf("seed %llu: generator %s stall %.3f, optimum %.3f\n",
                   static_cast<unsigned long long>(seed), ToString(r.status),
-                  r.plan.predicted_stall_s, best.min_stall);
+                  r.plan.simulated_stall_s, best.min_stall);
       if (std::getenv("POLICY_DUMP")) {
         for (const ProfileTensor& t : in.profile.tensors) {
           std::printf("  tensor %llu B alloc %d free %d swappable %d uses",

@@ -51,8 +51,11 @@ nlohmann::json Summary(const policy::GenerateResult& r) {
   j["swapped_bytes"] = out_bytes;
   j["predicted_peak_bytes"] = p.predicted_peak_bytes;
   j["iteration_s"] = p.iteration_s;
+  j["predicted_in_wait_s"] = p.predicted_in_wait_s;
+  j["predicted_out_wait_s"] = p.predicted_out_wait_s;
   j["predicted_stall_s"] = p.predicted_stall_s;
   j["predicted_iteration_s"] = p.predicted_iteration_s;
+  j["simulated_stall_s"] = p.simulated_stall_s;
   return j;
 }
 

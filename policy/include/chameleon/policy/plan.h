@@ -59,8 +59,17 @@ struct Plan {
   std::uint64_t peak_before_bytes = 0;
   std::uint64_t predicted_peak_bytes = 0;
   double iteration_s = 0;
+  /// The plan replayed on the executor's streams (docs/policy.md, "Predicted stall"): the compute
+  /// stream's wait for swap-ins before their uses, and for memory whose swap-out is still
+  /// copying; their sum, and iteration_s with it. Not the sum of the swaps' stall_s (the search's
+  /// per-swap estimate, which counts overlapping waits once per swap).
+  double predicted_in_wait_s = 0;
+  double predicted_out_wait_s = 0;
   double predicted_stall_s = 0;
-  double predicted_iteration_s = 0;
+  double predicted_iteration_s = 0;  ///< iteration_s + predicted_stall_s
+  /// Sum of the swaps' stall_s: what the search minimises in the simulator's model of per-layer
+  /// link budgets (the brute-force tests' objective), not a prediction of the measured step.
+  double simulated_stall_s = 0;
 };
 
 /// A tensor live at the infeasible op that the generator could not take off the device there.
