@@ -22,6 +22,7 @@ nlohmann::json PolicyJson(std::uint64_t generation, const ipc::Policy& policy, d
           {"swaps", policy.entries.size()},
           {"predicted_iteration_s", policy.summary.predicted_iteration_s},
           {"predicted_stall_s", policy.summary.predicted_stall_s},
+          {"predicted_in_wait_s", policy.summary.predicted_in_wait_s},
           {"predicted_peak_bytes", policy.summary.predicted_peak_bytes},
           {"measured_iteration_s", measured_s}};
 }

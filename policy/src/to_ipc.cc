@@ -14,6 +14,7 @@ ipc::Policy ToIpcPolicy(const Plan& plan, const Profile& profile) {
   policy.summary.predicted_peak_bytes = plan.predicted_peak_bytes;
   policy.summary.predicted_iteration_s = plan.predicted_iteration_s;
   policy.summary.predicted_stall_s = plan.predicted_stall_s;
+  policy.summary.predicted_in_wait_s = plan.predicted_in_wait_s;
   policy.summary.iteration_ops = profile.ops.size();
   if (plan.swaps.empty()) return policy;
   const std::vector<OpAnchor> anchors = AnchorOps(profile);

@@ -136,7 +136,9 @@ def steady(records, limit, peak):
             "peer_share": (total("peer_out_bytes") / total("swap_out_bytes")
                            if total("swap_out_bytes") else None),
             "wait_s": total("swap_in_wait_ns") / len(c) / 1e9,
-            "predicted_s": total("predicted_stall_ns") / len(c) / 1e9}
+            # The plan's predicted wait for swap-ins (docs/policy.md, "Predicted stall"), the
+            # figure swap_in_wait_ns measures; predicted_stall_ns adds the swap-out waits.
+            "predicted_s": total("predicted_in_wait_ns") / len(c) / 1e9}
 
 
 def bound(build, row, figures):

@@ -141,7 +141,7 @@ def goals(rows):
         f"| prefetch ratio ≥ 95 % in steady state | {goal(ahead, 0.95)} |",
         f"| 0 evictions in steady state | {goal(evict, 0, '{:.0f}', higher=False)} |",
         f"| safety net ≤ 2 × (peak − limit) per step | {goal(off_out, 2.0, '{:.2f}', False)} |",
-        f"| swap-in wait within ± 10 % of the simulator's prediction | "
+        f"| swap-in wait within ± 10 % of the plan's prediction | "
         f"{goal(wait, 0.10, '{:.0%}', higher=False)} |",
     ])
 
@@ -202,6 +202,11 @@ and the peak (optimizer phase, then forward) and only come back between the peak
 update (backward, then optimizer phase). **T_w**, the windowed bound (`windowed_s` of the same
 function, docs/policy.md "Transfer bound"), keeps those windows; it is never below T_b, and no
 policy can be faster than T_w, so a point whose T_b / T_w is under 0.9 cannot reach 90 % of T_b.
+"wait / predicted": the compute stream's virtual time waiting for swap-ins per steady step
+(`swap_in_wait_ns`) against the installed plan's prediction of that wait (`predicted_in_wait_ns`:
+the plan replayed on the executor's streams, docs/policy.md "Predicted stall"). The prediction
+times the profile's compute at the daemon's estimate, which can be off under a limit (the safety
+net's copies are in the timed intervals).
 
 {table(rows)}
 

@@ -333,6 +333,14 @@ void ExecutorPointerScan(Executor& ex, CUstream stream, bool boundary) {
       static_cast<int>(r.error));
 }
 
+bool ExecutorWaitNs(const Executor& ex, std::uint64_t* ns) {
+  if (ex.api.event_virtual_ns == nullptr || ex.api.stream_virtual_ns == nullptr) return false;
+  *ns = swap::SwapCounters::Get(ex.counters.swap_in_wait_ns) +
+        swap::SwapCounters::Get(ex.counters.fault_in_wait_ns) +
+        swap::SwapCounters::Get(ex.counters.alloc_wait_ns);
+  return true;
+}
+
 std::uint64_t ExecutorBoundary(Executor& ex) {
   std::lock_guard<std::mutex> lock(ex.runner_mu);
   // The generation in force during the iteration that ends here (BeginIteration may install

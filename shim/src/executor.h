@@ -186,6 +186,11 @@ void ExecutorAfterOp(Executor& ex, std::uint32_t token, CUstream stream,
 /// Returns the generation in force for the iteration that starts (0: none yet), which the
 /// boundary's IterationMark carries (docs/protocol.md).
 std::uint64_t ExecutorBoundary(Executor& ex);
+/// The virtual ns streams have waited for the executor in total: for swap-ins before their
+/// consumers, for fault-ins and for chunks at allocations (swap_in_wait_ns + fault_in_wait_ns +
+/// alloc_wait_ns). False when the
+/// driver has no virtual clocks (a real GPU): nothing is measured then.
+bool ExecutorWaitNs(const Executor& ex, std::uint64_t* ns);
 /// Samples the live allocations for device-side pointer tables (copies on `stream`) and pins
 /// their targets (kNeverSwap + ExecutorPin); docs/executor.md, "Pointer tables". `boundary`:
 /// called at a boundary, before ExecutorBoundary (never on a capturing stream) — scans at the

@@ -195,9 +195,9 @@ std::uint64_t ExecAfterSlow(PendingOp* op, AllocationState* const* states, std::
 /// After ExecAfter at a boundary: pushes the IterationMark stamped with `installed` (the
 /// executor's generation for the iteration that starts; the header's figure when 0), so the
 /// daemon credits a new candidate's first iteration to it (docs/protocol.md). Out of line: once
-/// per iteration.
-void FinishBoundary(Runtime& rt, BoundaryHit hit, std::uint64_t installed, CUstream stream,
-                    bool capture);
+/// per iteration. `ex` (null when off): its measured waits go with the mark.
+void FinishBoundary(Runtime& rt, BoundaryHit hit, std::uint64_t installed, const Executor* ex,
+                    CUstream stream, bool capture);
 
 }  // namespace chameleon::shim::op_path
 
@@ -240,7 +240,7 @@ namespace chameleon::shim {
   }
   const std::uint64_t installed = op_path::ExecAfter(t, t->states, count, boundary);
   if (__builtin_expect(boundary, 0)) {
-    op_path::FinishBoundary(rt, hit, installed, t->stream, t->capture);
+    op_path::FinishBoundary(rt, hit, installed, t->ex, t->stream, t->capture);
   }
 }
 

@@ -45,8 +45,8 @@ std::uint64_t ExecAfterSlow(PendingOp* op, AllocationState* const* states, std::
   return ExecutorBoundary(*op->ex);
 }
 
-void FinishBoundary(Runtime& rt, BoundaryHit hit, std::uint64_t installed, CUstream stream,
-                    bool capture) {
+void FinishBoundary(Runtime& rt, BoundaryHit hit, std::uint64_t installed, const Executor* ex,
+                    CUstream stream, bool capture) {
   // The executor's generation, read after it installed the pending policy: the header's
   // figure is published by the client thread's tick and still names the previous candidate,
   // which cost the daemon one trial iteration per candidate (issue 18).
@@ -57,6 +57,9 @@ void FinishBoundary(Runtime& rt, BoundaryHit hit, std::uint64_t installed, CUstr
     // to confirm the generation, and may publish the next candidate at once (docs/protocol.md).
     hit.flags = static_cast<std::uint16_t>(hit.flags | ipc::kFlagGenerationInstalled);
   }
+  // What the compute streams waited for the executor so far: the daemon takes an interval's
+  // share out of its device time to time the profile (docs/detection.md, "The profile's time").
+  if (ex != nullptr) hit.executor_wait_measured = ExecutorWaitNs(*ex, &hit.executor_wait_ns);
   rt.telemetry.FinishBoundary(hit, stream, capture);
 }
 
@@ -92,7 +95,7 @@ void EndGraphLaunch(Runtime& rt, PendingOp* op) {
                                    nullptr, 0, op->capture, &hit, &op->exec.ticket);
   }
   const std::uint64_t installed = ExecAfter(op, nullptr, 0, boundary);
-  if (boundary) FinishBoundary(rt, hit, installed, op->stream, op->capture);
+  if (boundary) FinishBoundary(rt, hit, installed, op->ex, op->stream, op->capture);
 }
 
 CUresult BeginCopy(Runtime& rt, std::uint32_t token, std::uint64_t src, std::uint64_t dst,
@@ -158,7 +161,7 @@ void EndCopy(Runtime& rt, CopyOp* op) {
                                    &hit, &op->exec.ticket);
   }
   const std::uint64_t installed = ExecAfter(op, op->states, op->count, boundary);
-  if (boundary) FinishBoundary(rt, hit, installed, op->stream, op->capture);
+  if (boundary) FinishBoundary(rt, hit, installed, op->ex, op->stream, op->capture);
 }
 
 void OnSync(Runtime& rt, ipc::SyncKind kind, CUstream stream) {

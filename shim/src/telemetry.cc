@@ -179,8 +179,9 @@ void Telemetry::PushEvent(ipc::RecordType type, const void* payload, std::size_t
   lock_.Unlock();
 }
 
-TimedInterval Telemetry::BoundaryDeviceTime(std::uint64_t boundary, CUstream stream,
+TimedInterval Telemetry::BoundaryDeviceTime(const BoundaryHit& hit, CUstream stream,
                                             bool capturing) {
+  const std::uint64_t boundary = hit.iteration;
   if (capturing || aux_ == nullptr || aux_->event_create == nullptr ||
       aux_->event_record == nullptr || aux_->event_query == nullptr ||
       aux_->event_elapsed_time == nullptr) {
@@ -196,6 +197,7 @@ TimedInterval Telemetry::BoundaryDeviceTime(std::uint64_t boundary, CUstream str
   const bool recorded =
       events_[slot] != nullptr && aux_->event_record(events_[slot], stream) == CUDA_SUCCESS;
   event_boundary_[slot] = recorded ? boundary : 0;
+  wait_at_[slot] = hit.executor_wait_measured ? std::optional(hit.executor_wait_ns) : std::nullopt;
   return NewestCompletedLocked(boundary);
 }
 
@@ -214,7 +216,11 @@ TimedInterval Telemetry::NewestCompletedLocked(std::uint64_t boundary) {
       continue;
     }
     last_timed_ = end - 1;
-    return {end - 1, static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6)};
+    TimedInterval timed{end - 1, static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6), {}};
+    const std::optional<std::uint64_t>& w_begin = wait_at_[s_begin];
+    const std::optional<std::uint64_t>& w_end = wait_at_[s_end];
+    if (w_begin && w_end && *w_end >= *w_begin) timed.executor_wait_ns = *w_end - *w_begin;
+    return timed;
   }
   return {};
 }
@@ -223,13 +229,18 @@ void Telemetry::FinishBoundary(const BoundaryHit& hit, CUstream stream, bool str
   ipc::IterationMarkRecord mark{};
   mark.iteration = hit.iteration;
   mark.host_time_ns = MonotonicNs();
-  const TimedInterval timed = BoundaryDeviceTime(hit.iteration, stream, stream_capturing);
+  const TimedInterval timed = BoundaryDeviceTime(hit, stream, stream_capturing);
   mark.device_time_ns = timed.device_ns;
   mark.timed_iteration = timed.iteration;
+  std::uint16_t flags = hit.flags;
+  if (timed.executor_wait_ns) {
+    mark.executor_wait_ns = *timed.executor_wait_ns;
+    flags = static_cast<std::uint16_t>(flags | ipc::kFlagExecutorWait);
+  }
   mark.ops = hit.ops;
   mark.generation = hit.generation;
   lock_.Lock();
-  PushLocked(ipc::RecordType::kIterationMark, hit.flags, &mark, sizeof(mark), nullptr, 0);
+  PushLocked(ipc::RecordType::kIterationMark, flags, &mark, sizeof(mark), nullptr, 0);
   lock_.Unlock();
 }
 

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "chameleon/ipc/event_records.h"
@@ -37,12 +38,17 @@ struct BoundaryHit {
   std::uint64_t ops = 0;
   std::uint16_t flags = 0;       ///< flags the IterationMark carries
   std::uint64_t generation = 0;  ///< policy generation in force at the boundary
+  /// The executor's cumulative measured waits at the boundary (ExecutorWaitNs), if measured.
+  std::uint64_t executor_wait_ns = 0;
+  bool executor_wait_measured = false;
 };
 
 /// A device-timed interval between two boundary events.
 struct TimedInterval {
   std::uint64_t iteration = 0;  ///< interval j: from boundary j to boundary j + 1 (0 = none)
   std::uint64_t device_ns = 0;
+  /// The executor's measured waits within the interval, when measured at both boundaries.
+  std::optional<std::uint64_t> executor_wait_ns;
 };
 
 class Telemetry {
@@ -170,7 +176,7 @@ class Telemetry {
   /// Ends staging; the buffer is returned so that the caller frees it outside the lock.
   std::vector<std::uint8_t> TakeStagingLocked();
   BoundaryHit StepIteration(std::uint32_t token);
-  TimedInterval BoundaryDeviceTime(std::uint64_t boundary, CUstream stream, bool capturing);
+  TimedInterval BoundaryDeviceTime(const BoundaryHit& hit, CUstream stream, bool capturing);
   TimedInterval NewestCompletedLocked(std::uint64_t boundary);
 
   std::atomic<bool> active_{false};
@@ -210,6 +216,8 @@ class Telemetry {
   static constexpr int kEventSlots = 8;
   CUevent events_[kEventSlots] = {};
   std::uint64_t event_boundary_[kEventSlots] = {};
+  // The executor's cumulative waits at each slot's boundary (BoundaryHit), when measured.
+  std::optional<std::uint64_t> wait_at_[kEventSlots];
   std::uint64_t last_timed_ = 0;  // newest interval reported (never report an older one)
   // --- configuration ---
   const DriverAux* aux_ = nullptr;

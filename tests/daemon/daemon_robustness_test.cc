@@ -158,7 +158,7 @@ TEST_F(RobustnessTest, RecordOfAnUnknownTypeIsSkippedAndCountedNotFatal) {
   ASSERT_EQ(producer.Push(static_cast<ipc::RecordType>(77), 0, future, sizeof(future)),
             ipc::PushResult::kOk);
   // A layout-1.0 mark (32 bytes) after them is still read.
-  ipc::IterationMarkRecord mark{1, 1, 0, 0, 0, 0};
+  ipc::IterationMarkRecord mark{1, 1, 0, 0, 0, 0, 0};
   ASSERT_EQ(producer.Push(ipc::RecordType::kIterationMark, 0, &mark, ipc::kIterationMarkV10Bytes),
             ipc::PushResult::kOk);
   ASSERT_TRUE(WaitFor([&] {

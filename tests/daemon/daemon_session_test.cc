@@ -252,6 +252,30 @@ TEST_F(CandidateTimingTest, IntervalsAreCreditedOnlyToTheGenerationInForceAtBoth
   EXPECT_EQ(Describe(client->id())["policy"]["chosen"]["generation"].get<std::uint64_t>(), c1);
 }
 
+// Under a limit the shim's streams wait for its swap executor; a layout-1.7 mark says how long
+// within its interval (measured on simgpu's virtual clocks), and the profile is timed without it.
+TEST_F(CandidateTimingTest, TheProfileIsTimedWithoutTheExecutorsMeasuredWaits) {
+  StartDaemon();
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  LoopSpec spec;
+  PushSteps(*client, spec, 0, 6);
+  ASSERT_TRUE(WaitFor([&] { return client->DetailedRequested(); }));
+  const std::uint64_t g0 = Describe(client->id())["generation"].get<std::uint64_t>();
+  ASSERT_TRUE(client->MarkTimed(1, g0, 0, 0));
+  PushDetailedStep(*client, spec, 6);
+  ASSERT_TRUE(client->MarkTimed(2, g0, 0, 0));
+  client->header()->detail_done_seq.store(client->header()->detail_request_seq.load());
+  PushSteps(*client, spec, 7, 8);
+  ASSERT_TRUE(client->MarkTimed(3, g0, 1, 9'000'000));
+  // Interval 2: 1.5 ms of which 0.6 ms waiting; interval 3: 1.0 ms of which 0.2 ms. The best
+  // compute time of the two is the profile's (without the waits: 1.0 ms).
+  ASSERT_TRUE(client->MarkTimed(4, g0, 2, 1'500'000, ipc::kFlagExecutorWait, 600'000));
+  ASSERT_TRUE(client->MarkTimed(5, g0, 3, 1'000'000, ipc::kFlagExecutorWait, 200'000));
+  ASSERT_TRUE(WaitFor([&] { return !Describe(client->id())["policy"]["candidates"].empty(); }));
+  EXPECT_NEAR(Describe(client->id())["profile"]["iteration_s"].get<double>(), 0.0008, 1e-12);
+}
+
 // The paper's n = 5 with a fake shim that applies each new generation at its next boundary and
 // reports every interval's device time one boundary later (the host runs ahead of the device).
 class CandidateBudgetTest : public DaemonTest {

@@ -140,7 +140,7 @@ class FakeClient {
   }
   /// A layout-1.0 mark (32 bytes: no timed interval, no generation), as an older shim sends.
   bool Mark(std::uint64_t iteration, std::uint64_t device_time_ns, std::uint64_t ops) {
-    ipc::IterationMarkRecord mark{iteration, NowNs(), device_time_ns, ops, 0, 0};
+    ipc::IterationMarkRecord mark{iteration, NowNs(), device_time_ns, ops, 0, 0, 0};
     return Count(
         ring_.Push(ipc::RecordType::kIterationMark, 0, &mark, ipc::kIterationMarkV10Bytes));
   }
@@ -148,9 +148,13 @@ class FakeClient {
   /// time of interval `timed` (0: none).
   /// `flags`: the record's RecordFlag bits (kFlagGenerationInstalled: the executor installed
   /// `generation` at this boundary).
+  /// `executor_wait_ns` (with kFlagExecutorWait in `flags`): the executor's measured waits in
+  /// interval `timed` (layout 1.7).
   bool MarkTimed(std::uint64_t iteration, std::uint64_t generation, std::uint64_t timed,
-                 std::uint64_t device_time_ns, std::uint16_t flags = 0) {
-    ipc::IterationMarkRecord mark{iteration, NowNs(), device_time_ns, 0, timed, generation};
+                 std::uint64_t device_time_ns, std::uint16_t flags = 0,
+                 std::uint64_t executor_wait_ns = 0) {
+    ipc::IterationMarkRecord mark{iteration, NowNs(),    device_time_ns,  0,
+                                  timed,     generation, executor_wait_ns};
     return Count(ring_.Push(ipc::RecordType::kIterationMark, flags, &mark, sizeof(mark)));
   }
   /// What the shim's pointer-table scan reports (layout 1.2): allocations pointed to.

@@ -8,7 +8,7 @@ namespace {
 /// A layout-1.1 mark at boundary `b` under `generation`, reporting `device_ns` for `timed`.
 ipc::IterationMarkRecord Mark(std::uint64_t b, std::uint64_t generation, std::uint64_t timed,
                               std::uint64_t device_ns, std::uint64_t host_ns = 0) {
-  return {b, host_ns, device_ns, 100, timed, generation};
+  return {b, host_ns, device_ns, 100, timed, generation, 0};
 }
 
 TEST(IterationClock, HostTimeServesOnlyUntilTheFirstDeviceTime) {

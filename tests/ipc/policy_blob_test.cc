@@ -18,6 +18,7 @@ Policy SamplePolicy() {
   p.summary.device_limit_bytes = 1ull << 34;
   p.summary.predicted_iteration_s = 0.25;
   p.summary.lent_bytes = 5ull << 30;
+  p.summary.predicted_in_wait_s = 0.125;
   p.boundary = {16, 17, 18};
   for (std::uint32_t i = 0; i < 5; ++i) {
     SwapEntry e{};
@@ -68,6 +69,7 @@ TEST(PolicyBlobTest, ShouldRoundTripEverySection) {
   EXPECT_EQ(q.summary.generation, 7u);
   EXPECT_EQ(q.summary.stage, static_cast<std::uint32_t>(Stage::kStable));
   EXPECT_EQ(q.summary.predicted_iteration_s, 0.25);
+  EXPECT_EQ(q.summary.predicted_in_wait_s, 0.125);
   EXPECT_EQ(q.boundary, p.boundary);
   EXPECT_TRUE(SameEntries(q.entries, p.entries));
   EXPECT_EQ(q.excluded, p.excluded);
@@ -209,31 +211,44 @@ TEST(PolicyBlobTest, ShouldNeverAcceptRandomBytes) {
 namespace chameleon::ipc {
 namespace {
 
-// A 1.1 writer's summary is 56 bytes: it still decodes, with the 1.2 fields zero.
-TEST(PolicyBlobTest, ShouldDecodeTheShorterSummaryOfMinorOne) {
-  PolicySummary old{};
-  old.generation = 9;
-  old.lent_bytes = 77;  // not written: only the first 56 bytes go out
-  std::vector<std::uint8_t> payload(sizeof(PolicySectionHeader) + kPolicySummaryMinBytes);
+// A blob whose summary is the first `summary_bytes` of `summary`, as an older writer sent it.
+std::vector<std::uint8_t> OlderSummaryBlob(const PolicySummary& summary, std::size_t summary_bytes,
+                                           std::uint16_t minor) {
+  std::vector<std::uint8_t> payload(sizeof(PolicySectionHeader) + summary_bytes);
   const PolicySectionHeader section{static_cast<std::uint32_t>(PolicySection::kSummary), 0,
-                                    kPolicySummaryMinBytes};
+                                    summary_bytes};
   std::memcpy(payload.data(), &section, sizeof(section));
-  std::memcpy(payload.data() + sizeof(section), &old, kPolicySummaryMinBytes);
+  std::memcpy(payload.data() + sizeof(section), &summary, summary_bytes);
   PolicyBlobHeader h{};
   h.magic = kPolicyBlobMagic;
   h.major = kPolicyBlobMajor;
-  h.minor = 1;
+  h.minor = minor;
   h.header_bytes = sizeof(PolicyBlobHeader);
   h.section_count = 1;
   h.payload_bytes = payload.size();
   h.crc32 = static_cast<std::uint32_t>(crc32_z(0, payload.data(), payload.size()));
-  std::vector<std::uint8_t> blob(sizeof(h));
+  std::vector<std::uint8_t> blob(sizeof(h) + payload.size());
   std::memcpy(blob.data(), &h, sizeof(h));
-  blob.insert(blob.end(), payload.begin(), payload.end());
+  std::memcpy(blob.data() + sizeof(h), payload.data(), payload.size());
+  return blob;
+}
+
+// A 1.1 writer's summary is 56 bytes, a 1.2 writer's 64: both decode, the later fields zero.
+TEST(PolicyBlobTest, ShouldDecodeTheShorterSummariesOfOlderMinors) {
+  PolicySummary old{};
+  old.generation = 9;
+  old.lent_bytes = 77;             // not written by 1.1
+  old.predicted_in_wait_s = 0.25;  // not written by 1.1 or 1.2
   Policy q;
-  ASSERT_EQ(DecodePolicy(blob, &q), BlobError::kOk);
+  ASSERT_EQ(DecodePolicy(OlderSummaryBlob(old, kPolicySummaryMinBytes, 1), &q), BlobError::kOk);
   EXPECT_EQ(q.summary.generation, 9u);
   EXPECT_EQ(q.summary.lent_bytes, 0u);
+  EXPECT_EQ(q.summary.predicted_in_wait_s, 0.0);
+  ASSERT_EQ(DecodePolicy(OlderSummaryBlob(old, 64, 2), &q), BlobError::kOk);
+  EXPECT_EQ(q.summary.lent_bytes, 77u);
+  EXPECT_EQ(q.summary.predicted_in_wait_s, 0.0);
+  ASSERT_EQ(DecodePolicy(OlderSummaryBlob(old, sizeof(PolicySummary), 3), &q), BlobError::kOk);
+  EXPECT_EQ(q.summary.predicted_in_wait_s, 0.25);
 }
 
 }  // namespace

@@ -136,6 +136,9 @@ class ChunkPool {
   };
   bool Live(const Entry& e) const { return chunks_[e.chunk].pool_seq == e.seq; }
   void AddToPool(std::uint32_t chunk, bool front);
+  // Makes `stream` wait for `fence` and counts the virtual time it then waits (alloc_wait_ns):
+  // the chunk's last user, usually a swap-out copy, was still running. simgpu's clocks only.
+  void WaitFor(CUstream stream, const Fence* fence);
   void RemoveFromPool(std::uint32_t chunk);
   /// cuMemRelease of a pooled chunk whose fence has completed.
   void ReleaseToDriver(std::uint32_t chunk);

@@ -13,6 +13,11 @@ void SortUnique(std::vector<std::uint32_t>* v) {
   v->erase(std::unique(v->begin(), v->end()), v->end());
 }
 
+// A summary figure from the daemon (untrusted): 0 unless a plausible duration.
+std::uint64_t SecondsToNs(double s) {
+  return s > 0 && s < 1e6 ? static_cast<std::uint64_t>(s * 1e9) : 0;
+}
+
 }  // namespace
 
 PolicyRunner::PolicyRunner(SwapEngine* engine, SwapCounters* counters)
@@ -21,9 +26,8 @@ PolicyRunner::PolicyRunner(SwapEngine* engine, SwapCounters* counters)
 std::unique_ptr<PolicyRunner::Compiled> PolicyRunner::Compile(const ipc::Policy& policy) {
   auto c = std::make_unique<Compiled>();
   c->generation = policy.summary.generation;
-  const double stall_s = policy.summary.predicted_stall_s;
-  c->predicted_stall_ns =
-      stall_s > 0 && stall_s < 1e6 ? static_cast<std::uint64_t>(stall_s * 1e9) : 0;
+  c->predicted_stall_ns = SecondsToNs(policy.summary.predicted_stall_s);
+  c->predicted_in_wait_ns = SecondsToNs(policy.summary.predicted_in_wait_s);
   c->entries = policy.entries;
   c->leases = policy.leases;
   std::uint32_t highest = 0;
@@ -127,6 +131,8 @@ void PolicyRunner::BeginIteration() {
   counters_->policy_generation.store(generation(), std::memory_order_relaxed);
   counters_->predicted_stall_ns.store(installed ? installed->predicted_stall_ns : 0,
                                       std::memory_order_relaxed);
+  counters_->predicted_in_wait_ns.store(installed ? installed->predicted_in_wait_ns : 0,
+                                        std::memory_order_relaxed);
   engine_->FlushUnmaps();
   counters_->CloseIteration();
 }

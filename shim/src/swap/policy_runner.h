@@ -129,7 +129,8 @@ class PolicyRunner {
   /// One generation, immutable once published, except the cursors (atomics).
   struct Compiled {
     std::uint64_t generation = 0;
-    std::uint64_t predicted_stall_ns = 0;  // the plan's predicted stall per iteration
+    std::uint64_t predicted_stall_ns = 0;    // the plan's predicted stall per iteration
+    std::uint64_t predicted_in_wait_ns = 0;  // the part of it waiting for swap-ins
     std::uint32_t first_epoch = 0;  // ring epoch it was installed in: older tickets are not its
     std::vector<ipc::SwapEntry> entries;
     std::vector<ipc::LeaseGrant> leases;            // the peer memory this generation may use

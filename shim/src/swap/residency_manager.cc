@@ -56,6 +56,18 @@ CUresult ResidencyManager::SwapIn(Allocation* a, bool count_stall) {
   return transfers_->SwapIn(a, waits);
 }
 
+void ResidencyManager::CountFaultInWait(const Allocation& a, CUstream consumer) {
+  // The host waits for the copy, so nothing more is launched until it ends: the consumer
+  // stream idles from where its queue ends (virtual time) to the copy's end. simgpu only.
+  const DriverApi& api = *base_.api;
+  std::uint64_t ready_ns = 0, arrive_ns = 0;
+  if (api.event_virtual_ns != nullptr && api.stream_virtual_ns != nullptr &&
+      api.event_virtual_ns(a.ready->event, &ready_ns) == CUDA_SUCCESS &&
+      api.stream_virtual_ns(consumer, &arrive_ns) == CUDA_SUCCESS && ready_ns > arrive_ns) {
+    base_.counters->Add(base_.counters->fault_in_wait_ns, ready_ns - arrive_ns);
+  }
+}
+
 void ResidencyManager::CountWait(const Allocation& a, CUstream consumer, bool ahead) {
   SwapCounters* c = base_.counters;
   c->Add(ahead ? c->prefetches : c->late_swap_ins);
@@ -102,11 +114,12 @@ CUresult ResidencyManager::WaitResident(Allocation* a, CUstream consumer) {
   return r;
 }
 
-CUresult ResidencyManager::FaultIn(Allocation* a) {
+CUresult ResidencyManager::FaultIn(Allocation* a, CUstream consumer) {
   if (a->state == Residency::kResident && !a->ready) return CUDA_SUCCESS;
   const std::uint64_t t0 = NowNs();
   CUresult r = SwapIn(a, /*count_stall=*/false);
   if (r == CUDA_SUCCESS && a->ready && !skip_swap_in_wait_) {
+    CountFaultInWait(*a, consumer != nullptr ? consumer : a->last_stream);
     r = base_.api->event_synchronize(a->ready->event);
     base_.fences->Unref(a->ready);
     a->ready = nullptr;
@@ -126,7 +139,7 @@ void ResidencyManager::Hold(const AllocId* ids, std::size_t k, bool on) {
 CUresult ResidencyManager::PrepareNamed(Allocation* a, CUstream stream) {
   CUresult r = CUDA_SUCCESS;
   if (a->state == Residency::kSwappedOut) {
-    r = FaultIn(a);
+    r = FaultIn(a, stream);
   } else if (a->ready) {
     r = WaitResident(a, stream);
   }
@@ -173,7 +186,7 @@ CUresult ResidencyManager::PrepareSpan(const AllocId* named, std::size_t n, cons
     } else if (a->host_map != 0) {
       if (a->ready) base_.api->stream_wait_event(stream, a->ready->event, 0);
     } else if (base_.chunks->pooled() + base_.chunks->room_bytes() / chunk >= a->span / chunk) {
-      result = FaultIn(a);  // fits without evicting anyone
+      result = FaultIn(a, stream);  // fits without evicting anyone
     } else {
       result = host_maps_->Map(a, stream);
     }

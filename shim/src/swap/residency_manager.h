@@ -43,7 +43,8 @@ class ResidencyManager {
   /// (`prefetches`) or only now (`late_swap_ins`), and a hit or miss by virtual time (CountWait).
   CUresult WaitResident(Allocation* a, CUstream consumer);
   /// Brings `a` back and waits on the host (a counted stall).
-  CUresult FaultIn(Allocation* a);
+  /// `consumer`: the stream about to use it (else its last one), for fault_in_wait_ns.
+  CUresult FaultIn(Allocation* a, CUstream consumer = nullptr);
   /// SwapEngine::PrepareUse (see there).
   CUresult PrepareUse(const AllocId* ids, std::size_t n, CUstream stream);
   /// SwapEngine::PrepareSpan (see there).
@@ -58,6 +59,8 @@ class ResidencyManager {
   /// time and stream order, the copy ends no later than the consumer's next op would start
   /// (simgpu's clocks; the virtual wait is added to swap_in_wait_ns); on a real driver, when the
   /// copy has finished as the consumer is enqueued.
+  // FaultIn's host wait as the consumer stream's idle time (fault_in_wait_ns).
+  void CountFaultInWait(const Allocation& a, CUstream consumer);
   void CountWait(const Allocation& a, CUstream consumer, bool ahead);
   /// Marks the allocations of `ids` held (never evicted for the op being prepared) or not.
   void Hold(const AllocId* ids, std::size_t k, bool on);

@@ -290,13 +290,20 @@ TEST_F(RunnerTest, ANewGenerationTakesEffectOnlyAtTheBoundary) {
   Boundary();
   EXPECT_EQ(runner_->generation(), 1u);
   EXPECT_EQ(Op(kFwd, id), Residency::kResident);
-  runner_->SetPolicy(MakePolicy(2, {Entry(2 * kMiB, 0, 1, 2)}));  // would fire at fwd#0
+  chameleon::ipc::Policy second = MakePolicy(2, {Entry(2 * kMiB, 0, 1, 2)});  // fires at fwd#0
+  second.summary.predicted_stall_s = 0.5;
+  second.summary.predicted_in_wait_s = 0.25;
+  runner_->SetPolicy(second);
   EXPECT_EQ(runner_->generation(), 1u);
-  EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);  // still generation 1's anchor
+  EXPECT_EQ(C(counters_.predicted_in_wait_ns), 0u);  // generation 1 predicted nothing
+  EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);   // still generation 1's anchor
   EXPECT_EQ(Op(kBwd, id), Residency::kResident);
   Boundary();
   EXPECT_EQ(runner_->generation(), 2u);
   EXPECT_EQ(C(counters_.policy_generation), 2u);
+  // Its summary's predictions are the gauges from the boundary that installs it.
+  EXPECT_EQ(C(counters_.predicted_stall_ns), 500'000'000u);
+  EXPECT_EQ(C(counters_.predicted_in_wait_ns), 250'000'000u);
   EXPECT_EQ(Op(kFwd, id), Residency::kSwappedOut);  // generation 2: out after fwd#0
   EXPECT_EQ(Op(kBwd, id), Residency::kSwappedOut);  // in before bwd#1 now
   EXPECT_EQ(Op(kBwd, id), Residency::kResident);

@@ -140,7 +140,10 @@ class ClientSession {
   /// `flags`: the mark record's RecordFlag bits (kFlagGenerationInstalled).
   void HandleMark(const ipc::IterationMarkRecord& mark, std::uint16_t flags);
   /// A device-timed interval of a layout-1.1 mark: times the profile, credits a candidate.
-  void OnTimedInterval(std::uint64_t interval, double seconds);
+  /// `executor_wait_s`: the executor's measured waits within the interval (a layout-1.7 mark with
+  /// kFlagExecutorWait), taken out of its time for the profile.
+  void OnTimedInterval(std::uint64_t interval, double seconds,
+                       std::optional<double> executor_wait_s = std::nullopt);
   void OnIteration(const IterationEvent& event);
   /// A stable WARMUP step: the detailed iteration is requested now, if none is on its way.
   void ProfileDuringWarmup();

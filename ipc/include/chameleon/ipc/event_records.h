@@ -34,8 +34,11 @@ enum RecordFlag : std::uint16_t {
   /// at boundaries). Without it (executor off, an older shim) the generation is the one the
   /// client acknowledged, which may have changed mid-interval. Older readers ignore the bit.
   kFlagGenerationInstalled = 1u << 2,
+  /// On a kIterationMark only (layout 1.7): `executor_wait_ns` is measured — the swap executor
+  /// reads the driver's virtual clocks (simgpu). Without it the field means nothing.
+  kFlagExecutorWait = 1u << 3,
 };
-static_assert(sizeof(RecordFlag) == 2 && kFlagGenerationInstalled == 4);
+static_assert(sizeof(RecordFlag) == 2 && kFlagGenerationInstalled == 4 && kFlagExecutorWait == 8);
 
 /// Op tokens 1..15 are reserved for driver ops that are not kernels; kernels start at 16.
 /// Token 0 is "unknown".
@@ -158,11 +161,17 @@ struct IterationMarkRecord {
   // --- layout 1.1 (a 1.0 writer's record ends above; the reader zero-fills) ---
   std::uint64_t timed_iteration;  ///< which interval device_time_ns measures (0 = none/unknown)
   std::uint64_t generation;       ///< policy generation in force at this boundary (0 = none)
+  // --- layout 1.7 (a 1.1 writer's record ends above) ---
+  /// With kFlagExecutorWait: the time the streams of interval `timed_iteration` waited for the
+  /// swap executor (swap-ins before their consumers, fault-ins, chunks at allocations), in the
+  /// driver's virtual ns. The daemon takes it out of device_time_ns to time the profile's compute.
+  std::uint64_t executor_wait_ns;
 };
-static_assert(sizeof(IterationMarkRecord) == 48);
+static_assert(sizeof(IterationMarkRecord) == 56);
 static_assert(offsetof(IterationMarkRecord, device_time_ns) == 16);
 static_assert(offsetof(IterationMarkRecord, timed_iteration) == 32);
 static_assert(offsetof(IterationMarkRecord, generation) == 40);
+static_assert(offsetof(IterationMarkRecord, executor_wait_ns) == 48);
 /// Payload bytes of a layout-1.0 mark: the minimum a reader accepts.
 inline constexpr std::size_t kIterationMarkV10Bytes = 32;
 

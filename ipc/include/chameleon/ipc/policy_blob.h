@@ -20,7 +20,8 @@ inline constexpr std::uint16_t kPolicyBlobMajor = 1;
 /// Minor 1: SwapEntry's former `reserved` word is `out_arg` + `entry_flags` (a 1.0 writer sent
 /// zeros there, which a 1.1 reader reads as "argument 0, no flags": still a valid entry).
 /// Minor 2: the kLeases section (a 1.1 reader skips it and keeps every entry on host memory).
-inline constexpr std::uint16_t kPolicyBlobMinor = 2;
+/// Minor 3: PolicySummary::predicted_in_wait_s (a 1.2 reader reads the 64 bytes it knows).
+inline constexpr std::uint16_t kPolicyBlobMinor = 3;
 
 struct PolicyBlobHeader {
   std::uint32_t magic;
@@ -68,11 +69,17 @@ struct PolicySummary {
   /// already lowered by them. Non-zero tells the shim to ask for them back
   /// (SegmentHeader::reclaim_request_bytes) when it is short of memory.
   std::uint64_t lent_bytes;
+  // --- since 1.3 (a 1.2 summary is 64 bytes; the reader zero-fills what follows) ---
+  /// Part of predicted_stall_s the compute stream spends waiting for swap-ins before their uses
+  /// (the plan replayed on the executor's streams); the rest waits for memory a swap-out still
+  /// copies. 0 from an older daemon: unknown.
+  double predicted_in_wait_s;
 };
 /// The 1.0/1.1 summary: a shorter summary than this is malformed.
 inline constexpr std::size_t kPolicySummaryMinBytes = 56;
-static_assert(sizeof(PolicySummary) == 64);
+static_assert(sizeof(PolicySummary) == 72);
 static_assert(offsetof(PolicySummary, lent_bytes) == kPolicySummaryMinBytes);
+static_assert(offsetof(PolicySummary, predicted_in_wait_s) == 64);
 
 /// Where swapped bytes go. Host (the process's local pinned memory) is the default; node
 /// placement fills the others. `SwapEntry::helper` names the peer GPU (by the RECEIVING client's
