@@ -73,6 +73,10 @@ class DaemonTest : public ::testing::Test {
       return d.is_object() && d["records"]["drained"].get<std::uint64_t>() >= client.pushed();
     });
   }
+  /// Takes `client` through its detailed iteration with layout-1.1 marks: steps 0-5, boundary 1,
+  /// the detailed step 6, boundary 2, the detail marked done. Marks carry no device time yet.
+  /// Returns the generation in force. Defined below PushSteps and PushDetailedStep.
+  std::uint64_t RecordDetailedIteration(FakeClient& client, const LoopSpec& spec);
   std::unique_ptr<FakeClient> Connect(std::uint64_t device_memory = 1ull << 30) {
     std::string error;
     auto client = FakeClient::Connect(options_.socket_path, &error, device_memory);
@@ -123,6 +127,17 @@ inline void PushDetailedStep(FakeClient& client, const LoopSpec& spec, int step,
     }
     ASSERT_TRUE(client.MemInfo(live));
   }
+}
+
+inline std::uint64_t DaemonTest::RecordDetailedIteration(FakeClient& client, const LoopSpec& spec) {
+  PushSteps(client, spec, 0, 6);
+  EXPECT_TRUE(WaitFor([&] { return client.DetailedRequested(); }));
+  const std::uint64_t generation = Describe(client.id())["generation"].get<std::uint64_t>();
+  EXPECT_TRUE(client.MarkTimed(1, generation, 0, 0));
+  PushDetailedStep(client, spec, 6);
+  EXPECT_TRUE(client.MarkTimed(2, generation, 0, 0));
+  client.header()->detail_done_seq.store(client.header()->detail_request_seq.load());
+  return generation;
 }
 
 }  // namespace chameleon::daemon::testing

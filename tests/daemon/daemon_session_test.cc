@@ -189,16 +189,11 @@ TEST_F(CandidateTimingTest, IntervalsAreCreditedOnlyToTheGenerationInForceAtBoth
   auto client = Connect();
   ASSERT_NE(client, nullptr);
   LoopSpec spec;
-  PushSteps(*client, spec, 0, 6);
-  ASSERT_TRUE(WaitFor([&] { return client->DetailedRequested(); }));
   auto generation = [&] { return Describe(client->id())["generation"].get<std::uint64_t>(); };
   auto candidates = [&] { return Describe(client->id())["policy"]["candidates"]; };
-  const std::uint64_t g0 = generation();
   // Boundary 1 starts the detailed iteration, boundary 2 ends it.
-  ASSERT_TRUE(client->MarkTimed(1, g0, 0, 0));
-  PushDetailedStep(*client, spec, 6);
-  ASSERT_TRUE(client->MarkTimed(2, g0, 0, 0));
-  client->header()->detail_done_seq.store(client->header()->detail_request_seq.load());
+  const std::uint64_t g0 = RecordDetailedIteration(*client, spec);
+  ASSERT_FALSE(HasFailure());
   PushSteps(*client, spec, 7, 8);
   // The detailed interval's own device time (1) is not the profile's: detailed mode may slow it.
   ASSERT_TRUE(client->MarkTimed(3, g0, 1, 9'000'000));
@@ -259,13 +254,8 @@ TEST_F(CandidateTimingTest, TheProfileIsTimedWithoutTheExecutorsMeasuredWaits) {
   auto client = Connect();
   ASSERT_NE(client, nullptr);
   LoopSpec spec;
-  PushSteps(*client, spec, 0, 6);
-  ASSERT_TRUE(WaitFor([&] { return client->DetailedRequested(); }));
-  const std::uint64_t g0 = Describe(client->id())["generation"].get<std::uint64_t>();
-  ASSERT_TRUE(client->MarkTimed(1, g0, 0, 0));
-  PushDetailedStep(*client, spec, 6);
-  ASSERT_TRUE(client->MarkTimed(2, g0, 0, 0));
-  client->header()->detail_done_seq.store(client->header()->detail_request_seq.load());
+  const std::uint64_t g0 = RecordDetailedIteration(*client, spec);
+  ASSERT_FALSE(HasFailure());
   PushSteps(*client, spec, 7, 8);
   ASSERT_TRUE(client->MarkTimed(3, g0, 1, 9'000'000));
   // Interval 2: 1.5 ms of which 0.6 ms waiting; interval 3: 1.0 ms of which 0.2 ms. The best
@@ -424,13 +414,8 @@ TEST_F(CandidateBudgetTest, AHoldWithoutProgressLetsGo) {
   auto client = Connect();
   ASSERT_NE(client, nullptr);
   LoopSpec spec;
-  PushSteps(*client, spec, 0, 6);
-  ASSERT_TRUE(WaitFor([&] { return client->DetailedRequested(); }));
-  const std::uint64_t g0 = Describe(client->id())["generation"].get<std::uint64_t>();
-  ASSERT_TRUE(client->MarkTimed(1, g0, 0, 0));
-  PushDetailedStep(*client, spec, 6);
-  ASSERT_TRUE(client->MarkTimed(2, g0, 0, 0));
-  client->header()->detail_done_seq.store(client->header()->detail_request_seq.load());
+  const std::uint64_t g0 = RecordDetailedIteration(*client, spec);
+  ASSERT_FALSE(HasFailure());
   ASSERT_TRUE(client->MarkTimed(3, g0, 1, 1'000'000));
   ASSERT_TRUE(client->MarkTimed(4, g0, 2, 1'000'000));
   ASSERT_TRUE(client->MarkTimed(5, g0, 3, 1'000'000));
