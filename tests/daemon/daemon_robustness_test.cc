@@ -275,9 +275,10 @@ TEST_F(RobustnessTest, ThousandShortLivedClientsLeaveNoLeaksAndBoundedSeries) {
   ASSERT_TRUE(WaitFor([&] { return daemon_->clients() == 0; }, 20000));
   // A per-client leak would show as ~1,000 more descriptors. The baseline itself may still hold
   // the warm client's socket while the loop finishes closing it (seen under TSan), so the count
-  // may end lower than the baseline, never higher.
+  // may end lower than the baseline, never higher. Likewise the warm client's segment mapping
+  // (seen under TSan: 1 at the baseline, 0 at the end).
   EXPECT_TRUE(WaitFor([&] { return CountFds() <= fds; })) << CountFds() << " > " << fds;
-  EXPECT_EQ(CountSegmentMappings(), maps);
+  EXPECT_LE(CountSegmentMappings(), maps);
   const std::string text = Control({{"command", "metrics"}})["text"];
   // One client at a time used slot 0 again and again: one series per family.
   EXPECT_EQ(CountSeries(text, "chameleon_client_stage"), 1);
