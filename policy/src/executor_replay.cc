@@ -44,13 +44,6 @@ class FreedBytes {
   std::deque<Piece> pieces_;
 };
 
-// One swap's events, folded onto the iteration: op index within it and iterations later.
-struct Fold {
-  std::uint32_t op;
-  std::uint32_t later;
-};
-Fold FoldOp(std::uint32_t op, std::uint32_t ops) { return {op % ops, op / ops}; }
-
 std::uint64_t DeviceBytesOf(const PlannedSwap& s) {
   return s.device_bytes != 0 ? s.device_bytes : s.bytes;
 }
@@ -113,15 +106,14 @@ ReplayedIteration ReplayOnExecutor(const Profile& profile, const std::vector<Pla
       const double memory = freed.Take(alloc_before[op]);
       if (memory > now) out_wait += memory - now, now = memory;
       for (const std::uint32_t k : in_at[op]) {
-        const std::int64_t gap =
-            static_cast<std::int64_t>(it) - FoldOp(swaps[k].in_start_op, ops).later;
+        const std::int64_t gap = static_cast<std::int64_t>(it) - swaps[k].in_start_op / ops;
         if (gap < -1 || !out_done[slot(k, gap)]) continue;  // resident: nothing to bring back
         const double pieces = freed.Take(DeviceBytesOf(swaps[k]));
         in_free = std::max({in_free, now, pieces}) + static_cast<double>(swaps[k].bytes) / in_bw;
         ready[slot(k, gap)] = in_free;
       }
       for (const std::uint32_t k : use_at[op]) {
-        const std::int64_t gap = static_cast<std::int64_t>(it) - FoldOp(swaps[k].use_op, ops).later;
+        const std::int64_t gap = static_cast<std::int64_t>(it) - swaps[k].use_op / ops;
         if (gap < -1) continue;
         double& r = ready[slot(k, gap)];
         if (r > now) in_wait += r - now, now = r;
