@@ -37,6 +37,11 @@ constexpr auto kConvergingTick = std::chrono::milliseconds(2);
 constexpr std::uint64_t kTickNs = 10'000'000;
 // Waiting for WELCOME from the background thread (never the application's time).
 constexpr int kBackgroundHandshakeMs = 1000;
+// How long the thread waits for the answer to the first, synchronous attempt while records are
+// staged. Longer than a background attempt's: giving up loses every staged op (the daemon's op
+// counts stop being exact), and a daemon that accepted the connection is there, only slow (CI's
+// loaded 2-core machine took more than 1 s). Staging is bounded by memory, not by this wait.
+constexpr int kStagedHandshakeMs = 10000;
 constexpr int kFirstRetryMs = 50;
 
 std::uint64_t NowNs() {
@@ -155,7 +160,8 @@ Attempt Client::TryConnect(int timeout_ms, bool keep_pending) {
   }
   pending_fd_ = fd;
   pending_segment_ = std::move(segment);
-  pending_deadline_ns_ = NowNs() + static_cast<std::uint64_t>(kBackgroundHandshakeMs) * 1000000ull;
+  const int budget_ms = keep_pending ? kStagedHandshakeMs : kBackgroundHandshakeMs;
+  pending_deadline_ns_ = NowNs() + static_cast<std::uint64_t>(budget_ms) * 1000000ull;
   const Attempt a = FinishHandshake(timeout_ms);
   if (a != Attempt::kPending || keep_pending) return a;
   AbandonPending();
@@ -363,7 +369,7 @@ void Client::Run() {
       Attempt a = FinishHandshake(left_ms);
       if (a == Attempt::kPending) {
         Log(LogLevel::kWarn, "the daemon did not answer within %d ms; retrying in background",
-            kBackgroundHandshakeMs);
+            kStagedHandshakeMs);
         AbandonPending();
         a = Attempt::kFailed;
       }

@@ -75,11 +75,18 @@ class TrainerTest : public DaemonTest {
   }
   static bool Exited(pid_t pid, int* status) { return waitpid(pid, status, WNOHANG) == pid; }
   /// Ops the daemon read from slot 0 over its life (the counter survives the client).
-  std::uint64_t OpsTotal() {
+  /// A counter of client slot 0 (cumulative over the clients that used the slot).
+  std::uint64_t SlotCounter(const std::string& name) {
     const std::string text = Control({{"command", "metrics"}})["text"];
     std::smatch m;
-    const std::regex re("chameleon_ops_total\\{client=\"0\"\\} ([0-9.e+]+)");
+    const std::regex re(name + "\\{client=\"0\"\\} ([0-9.e+]+)");
     return std::regex_search(text, m, re) ? static_cast<std::uint64_t>(std::stod(m[1])) : 0;
+  }
+  std::uint64_t OpsTotal() { return SlotCounter("chameleon_ops_total"); }
+  /// What the shims reported lost (a full ring, a contended producer lock, staged records given
+  /// up): an op count that is not a whole number of steps says why here.
+  std::string Lost() {
+    return "records dropped " + std::to_string(SlotCounter("chameleon_records_dropped_total"));
   }
   /// Runs the trainer to completion, sampling the client's description while it runs.
   /// `on_sample` sees each description taken while the client is alive.
@@ -137,7 +144,8 @@ TEST_F(TrainerTest, ReachesStableWithinMPlusNPlusThreeWithTheTrainersStepLength)
   // 40 steps' ops. Exact, also on a loaded machine: ops issued before the daemon has answered the
   // shim's first connection are staged and delivered at the attach (docs/shim.md, "Records
   // before attach"), so both runs are counted from their very first op.
-  ASSERT_EQ((ops_60 - ops_20) % 40, 0u) << ops_20 << " ops in 20 steps, " << ops_60 << " in 60";
+  ASSERT_EQ((ops_60 - ops_20) % 40, 0u)
+      << ops_20 << " ops in 20 steps, " << ops_60 << " in 60; " << Lost();
   const std::uint64_t ops_per_step = (ops_60 - ops_20) / 40;
   ASSERT_GT(ops_per_step, 8u);
   ASSERT_TRUE(d.is_object());
@@ -193,7 +201,8 @@ TEST_F(TrainerTest, ResNetReplayBoundariesAreItsProfilerSteps) {
   const std::uint64_t ops_12 = OpsTotal() - ops_6;
   // Ground truth: each replayed iteration is one recorded profiler step (docs/replay.md); six
   // more of them add exactly six steps' ops.
-  ASSERT_EQ((ops_12 - ops_6) % 6, 0u);
+  ASSERT_EQ((ops_12 - ops_6) % 6, 0u)
+      << ops_6 << " ops in 6 iterations, " << ops_12 << " in 12; " << Lost();
   ASSERT_TRUE(d.is_object());
   EXPECT_EQ(d["iteration_ops"].get<std::uint64_t>(), (ops_12 - ops_6) / 6) << d.dump(2);
   EXPECT_EQ(d["shifts"].get<int>(), 0) << d.dump(2);
