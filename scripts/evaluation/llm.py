@@ -172,14 +172,15 @@ def failure_notes(row):
             row.notes.append(f"{which}: rc {r.rc}: {(r.oom_line() or r.stderr.strip()[-200:])}")
 
 
-def measure(cfg, case):
-    row = Row(case)
-    b = cfg.build
+def unlimited(cfg, row):
+    """The unlimited run of row.case (3 steps): its phases and optimizer state, the limit at
+    case.fraction of its peak and the transfer bound over the host link. False if it failed."""
+    b, case = cfg.build, row.case
     cfg.log(f"  {case.name}: unlimited")
     row.ref = runs.run(argv(b, case, 3), env_for(b, case, UNLIMITED), cfg.timeout)
     if not row.ref.ok:
         row.notes.append(f"unlimited run failed (rc {row.ref.rc})")
-        return row
+        return False
     for line in row.ref.stdout.splitlines():
         if (m := PHASES_RE.match(line)):
             row.forward_s = float(m.group(1))
@@ -192,6 +193,14 @@ def measure(cfg, case):
     except (OSError, ValueError) as e:  # a row without its bound, said so, not a lost evaluation
         row.bound = {"status": "error", "error": str(e)}
         row.notes.append(f"no transfer bound: {e}")
+    return True
+
+
+def measure(cfg, case):
+    row = Row(case)
+    b = cfg.build
+    if not unlimited(cfg, row):
+        return row
     device = row.limit + (16 << 20)  # room for what passes through (contexts, small tensors)
     cfg.log(f"  {case.name}: plain at {row.limit} B")
     row.plain = runs.run(argv(b, case, 2), env_for(b, case, row.limit), cfg.timeout)

@@ -127,9 +127,11 @@ def run(argv, env_extra, timeout, poll=None):
 class Daemon:
     """A private chameleond on a temporary socket, for one run (fresh state each time)."""
 
-    def __init__(self, build, env=None):
+    def __init__(self, build, env=None, args=(), client=1):
         self.build = build
         self.env = dict(os.environ, **(env or {}))
+        self.args = list(args)  # e.g. ["--config", path]
+        self.client = client    # the client poll() describes (the run's first, by default)
         self.dir = tempfile.mkdtemp(prefix="chameleon-eval-")
         self.socket = os.path.join(self.dir, "d.sock")
         self.proc = None
@@ -139,7 +141,7 @@ class Daemon:
     def __enter__(self):
         log = open(os.path.join(self.dir, "daemon.log"), "w")
         self.proc = subprocess.Popen([self.build.bin("chameleond"), "--socket", self.socket,
-                                      "--metrics-listen", "127.0.0.1:0"],
+                                      "--metrics-listen", "127.0.0.1:0", *self.args],
                                      stdout=log, stderr=log, env=self.env)
         deadline = time.monotonic() + 10
         while not os.path.exists(self.socket):
@@ -171,11 +173,21 @@ class Daemon:
         copies) ends the loop and the daemon rightly goes back to WARMUP before the exit."""
         return next((it for it, stage in self.stages if stage == "STABLE"), None)
 
-    def poll(self):
-        """Keeps the latest detailed view of client 1 (the run's only client)."""
+    def ctl(self, *args):
+        """chameleonctl's JSON answer to `args` on this daemon's socket, {} when none."""
         try:
             p = subprocess.run([self.build.bin("chameleonctl"), "--socket", self.socket,
-                                "client", "1", "--json"], capture_output=True, timeout=20)
+                                "--json", *args], capture_output=True, timeout=20)
+            return json.loads(p.stdout) if p.returncode == 0 else {}
+        except (subprocess.TimeoutExpired, ValueError):
+            return {}
+
+    def poll(self):
+        """Keeps the latest detailed view of self.client (client 1: the run's only client)."""
+        try:
+            p = subprocess.run([self.build.bin("chameleonctl"), "--socket", self.socket,
+                                "client", str(self.client), "--json"], capture_output=True,
+                               timeout=20)
         except subprocess.TimeoutExpired:
             return
         if p.returncode == 0:
