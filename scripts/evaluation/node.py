@@ -35,7 +35,7 @@ class Row:
 def cases(quick):
     if quick:  # the code path only (scripts/test)
         return [llm.Case("GPT-2 XL B1 S256 (quick)", "h200-sxm",
-                         "--model gpt2-xl --micro-batch 1 --seq 256".split(), 0.5, steps=8)]
+                         "--model gpt2-xl --micro-batch 1 --seq 256".split(), 0.5, steps=4)]
     return [llm.Case("GPT-2 XL B8 S1024", "h200-sxm",
                      "--model gpt2-xl --micro-batch 8 --seq 1024".split(), 0.25, steps=20)]
 
