@@ -184,19 +184,10 @@ class Daemon:
 
     def poll(self):
         """Keeps the latest detailed view of self.client (client 1: the run's only client)."""
-        try:
-            p = subprocess.run([self.build.bin("chameleonctl"), "--socket", self.socket,
-                                "client", str(self.client), "--json"], capture_output=True,
-                               timeout=20)
-        except subprocess.TimeoutExpired:
-            return
-        if p.returncode == 0:
-            try:
-                reply = json.loads(p.stdout)
-                self.last = reply.get("client", reply)
-                self.stages.append((self.last.get("iterations"), self.last.get("stage")))
-            except ValueError:
-                pass
+        reply = self.ctl("client", str(self.client))
+        if reply:
+            self.last = reply.get("client", reply)
+            self.stages.append((self.last.get("iterations"), self.last.get("stage")))
 
 
 def start_poller(daemon):
