@@ -74,14 +74,15 @@ class TrainerTest : public DaemonTest {
     return pid;
   }
   static bool Exited(pid_t pid, int* status) { return waitpid(pid, status, WNOHANG) == pid; }
-  /// Ops the daemon read from slot 0 over its life (the counter survives the client).
-  /// A counter of client slot 0 (cumulative over the clients that used the slot).
+  /// A counter of client slot 0 (cumulative over the clients that used the slot: the counter
+  /// survives the client).
   std::uint64_t SlotCounter(const std::string& name) {
     const std::string text = Control({{"command", "metrics"}})["text"];
     std::smatch m;
     const std::regex re(name + "\\{client=\"0\"\\} ([0-9.e+]+)");
     return std::regex_search(text, m, re) ? static_cast<std::uint64_t>(std::stod(m[1])) : 0;
   }
+  /// Ops the daemon read from slot 0 over its life.
   std::uint64_t OpsTotal() { return SlotCounter("chameleon_ops_total"); }
   /// What the shims reported lost (a full ring, a contended producer lock, staged records given
   /// up): an op count that is not a whole number of steps says why here.
