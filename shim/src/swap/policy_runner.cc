@@ -232,9 +232,13 @@ void PolicyRunner::AfterOp(std::uint32_t token, const OccurrenceTicket& t, CUstr
   if (!IsAfterAnchor(*c, token, t)) return;  // a switch since the check
   for (std::uint32_t e : c->at.find(Anchor(token, t.occurrence))->second.swap_out) {
     if (dead_[e]) continue;
-    if (AllocId id = BindAtOut(e, tensors);
-        id && engine_->SwapOut(id, stream, PlacementOf(c->entries[e])) == CUDA_ERROR_NOT_FOUND)
-      Ignore(e);
+    const AllocId id = BindAtOut(e, tensors);
+    if (id == 0) continue;
+    const CUresult r = engine_->SwapOut(id, stream, PlacementOf(c->entries[e]));
+    // Freed meanwhile, or pinned since the plan was made (a pointer-table target, an exported
+    // range): the plan counted these bytes as off the device, so the entry is counted, not
+    // silently kept — the daemon plans without such tensors once it knows (docs/executor.md).
+    if (r == CUDA_ERROR_NOT_FOUND || r == CUDA_ERROR_NOT_PERMITTED) Ignore(e);
   }
 }
 

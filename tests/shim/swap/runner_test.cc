@@ -282,6 +282,23 @@ TEST_F(RunnerTest, AnEntryNamingAFreedTensorIsIgnored) {
   ASSERT_CU(ctx_sync_());
 }
 
+// A tensor pinned after the plan was made (a pointer-table target found by a later scan) cannot
+// leave: its entry is counted as ignored in every iteration, and nothing else of it runs.
+TEST_F(RunnerTest, AnEntryWhoseTensorIsPinnedIsIgnoredEveryIteration) {
+  CUdeviceptr p = 0;
+  AllocId id = 0;
+  ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
+  engine_->SetPinned(id, true);
+  runner_->SetPolicy(MakePolicy(1, {Entry(2 * kMiB, 0, 0, 1)}));
+  for (std::uint64_t iteration = 1; iteration <= 2; ++iteration) {
+    Boundary();
+    for (std::uint32_t t : {kFwd, kFwd, kBwd, kBwd}) EXPECT_EQ(Op(t, id), Residency::kResident);
+    EXPECT_EQ(C(counters_.policy_ignored), iteration);
+  }
+  EXPECT_EQ(C(counters_.prefetch_hits) + C(counters_.prefetch_misses), 0u);
+  ASSERT_CU(ctx_sync_());
+}
+
 TEST_F(RunnerTest, ANewGenerationTakesEffectOnlyAtTheBoundary) {
   CUdeviceptr p = 0;
   AllocId id = 0;
