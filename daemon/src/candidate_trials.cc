@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -73,8 +74,9 @@ std::optional<ipc::Policy> CandidateTrials::TakeReady() {
   return out;
 }
 
-policy::GeneratorOptions CandidateTrials::Take(std::uint32_t* index) {
+policy::GeneratorOptions CandidateTrials::Take(std::uint32_t* index, std::uint64_t exclusions) {
   in_flight_ = true;
+  taken_exclusions_ = exclusions;
   step_pending_ = false;
   *index = next_++;
   return configs_[*index];
@@ -86,7 +88,7 @@ void CandidateTrials::Finished(std::string error) {
 }
 
 void CandidateTrials::Add(std::uint64_t generation, ipc::Policy policy) {
-  candidates_.push_back(Candidate{generation, std::move(policy), 0, 0, false});
+  candidates_.push_back(Candidate{generation, std::move(policy), 0, 0, false, taken_exclusions_});
 }
 
 const CandidateTrials::Candidate* CandidateTrials::Find(const ipc::Policy& policy) const {
@@ -103,7 +105,10 @@ const CandidateTrials::Candidate* CandidateTrials::Find(const ipc::Policy& polic
   return nullptr;
 }
 
-void CandidateTrials::AddDuplicate() {
+void CandidateTrials::AddDuplicate(std::uint64_t same) {
+  for (Candidate& c : candidates_) {
+    if (c.generation == same) c.exclusions = std::max(c.exclusions, taken_exclusions_);
+  }
   ++duplicates_;
   step_pending_ = true;  // nothing new to measure: the next configuration may go now
 }
@@ -138,12 +143,25 @@ bool CandidateTrials::Pending(bool device_limited) const {
   return !candidates_.empty() && candidates_.back().samples == 0;
 }
 
-const CandidateTrials::Candidate* CandidateTrials::Best() const {
-  const Candidate* best = candidates_.empty() ? nullptr : &candidates_.front();
+const CandidateTrials::Candidate* CandidateTrials::Best(std::uint64_t exclusions) const {
+  // A stale candidate may count on swapping a tensor the shim has pinned since: its measured
+  // time is of a plan that runs short of memory (the safety net evicts in its place). It
+  // competes only when every candidate is stale.
+  const bool any_current = Stale(exclusions) < candidates_.size();
+  const Candidate* best = nullptr;
   for (const Candidate& c : candidates_) {
-    if (c.samples > 0 && (best->samples == 0 || c.measured_s < best->measured_s)) best = &c;
+    if (any_current && c.exclusions != exclusions) continue;
+    if (best == nullptr ||
+        (c.samples > 0 && (best->samples == 0 || c.measured_s < best->measured_s)))
+      best = &c;
   }
   return best;
+}
+
+std::size_t CandidateTrials::Stale(std::uint64_t exclusions) const {
+  return static_cast<std::size_t>(
+      std::count_if(candidates_.begin(), candidates_.end(),
+                    [&](const Candidate& c) { return c.exclusions != exclusions; }));
 }
 
 void CandidateTrials::Choose(const Candidate* best, std::uint64_t generation) {
@@ -162,6 +180,7 @@ void CandidateTrials::Describe(std::uint64_t applied, double iteration_s,
   nlohmann::json candidates = nlohmann::json::array();
   for (const Candidate& c : candidates_) {
     candidates.push_back(PolicyJson(c.generation, c.policy, c.measured_s));
+    candidates.back()["exclusions_version"] = c.exclusions;  // PointerExclusions::version()
   }
   // In force: a GEN_POLICY candidate, or the chosen one republished in STABLE under its own
   // generation. Measured = the last iteration's device time.

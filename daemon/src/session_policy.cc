@@ -59,8 +59,18 @@ void ClientSession::OnStageChange(const StageStep& step) {
     // since the last policy with swaps was replaced (WARMUP's included).
     if (!profiled) recorder_.SetTimingFloor(no_swaps_since_);
   } else if (step.after == Stage::kStable) {
-    // The best measured device time wins.
-    const CandidateTrials::Candidate* best = trials_.Best();
+    // The best measured device time wins, among the candidates planned with every pointer
+    // target reported so far (a target reported since pins a tensor an older one may swap).
+    const std::uint64_t exclusions = exclusions_.version();
+    if (const std::size_t stale = trials_.Stale(exclusions); stale != 0) {
+      spdlog::info(
+          "client {} (pid {}): {} candidate(s) planned before the last pointer-table report; "
+          "{}",
+          identity_.id, identity_.pid, stale,
+          stale < trials_.candidates().size() ? "only the later ones compete"
+                                              : "none later, so they compete");
+    }
+    const CandidateTrials::Candidate* best = trials_.Best(exclusions);
     ReportEmptyStable(best);
     Publish(best != nullptr ? &best->policy : nullptr);
     // Iterations under the republished policy keep measuring the chosen one.
@@ -222,7 +232,8 @@ policy::GeneratorOptions ClientSession::WithHostLink(policy::GeneratorOptions op
 
 std::pair<std::shared_ptr<const policy::Profile>, policy::GeneratorOptions>
 ClientSession::TakeGeneration(std::uint32_t* index) {
-  policy::GeneratorOptions options = trials_.Take(index);
+  // Planned from the profile ProfileFor() marks below, under the exclusions known now.
+  policy::GeneratorOptions options = trials_.Take(index, exclusions_.version());
   options.device_limit_bytes = DeviceLimit();
   // The shim's executor (docs/executor.md) serves swappable allocations in whole chunks and
   // frees / takes their memory when a transfer is issued: plan with the same accounting, or
@@ -264,7 +275,7 @@ void ClientSession::InstallCandidate(CandidateResult result) {
         "client {} (pid {}): candidate {} plans the same {} swaps as generation {}; not "
         "published",
         identity_.id, identity_.pid, result.index, result.policy.entries.size(), same->generation);
-    trials_.AddDuplicate();
+    trials_.AddDuplicate(same->generation);
     return;
   }
   spdlog::info(

@@ -125,6 +125,47 @@ TEST(CandidateTrials, BestIsTheFastestMeasuredOrTheFirstWhenNoneIs) {
   EXPECT_EQ(trials.Best()->generation, 7u);
 }
 
+/// Takes the next configuration under pointer-exclusion version `exclusions` and publishes its
+/// candidate as `generation`, measured at `measured_s`.
+void TakeAndAddUnder(CandidateTrials& trials, std::uint64_t exclusions, std::uint64_t generation,
+                     double measured_s) {
+  std::uint32_t index = 0;
+  trials.Take(&index, exclusions);
+  trials.Finished("");
+  trials.Add(generation, PolicyPredicting(1.0));
+  trials.Credit(generation, measured_s, true);
+}
+
+// A pointer target reported after a candidate was planned may be a tensor that candidate swaps
+// and the shim now pins: its fast measurement is of a plan short of memory. Candidates planned
+// under the current exclusions win over it; only when none is, the stale ones compete.
+TEST(CandidateTrials, ShouldChooseOnlyAmongCandidatesPlannedUnderTheCurrentExclusions) {
+  CandidateTrials trials(ThreeConfigs());
+  trials.Restart();
+  TakeAndAddUnder(trials, 0, 5, 0.5);  // the fastest, planned before the report
+  TakeAndAddUnder(trials, 1, 6, 0.9);
+  TakeAndAddUnder(trials, 1, 7, 0.8);
+  EXPECT_EQ(trials.Stale(1), 1u);
+  EXPECT_EQ(trials.Best(1)->generation, 7u);
+  EXPECT_EQ(trials.Stale(2), 3u);             // a report after all of them:
+  EXPECT_EQ(trials.Best(2)->generation, 5u);  // every one is stale, the fastest still wins
+}
+
+// The same swaps planned again under newer exclusions are valid under them: the earlier
+// candidate, which the duplicate is not published apart from, becomes current.
+TEST(CandidateTrials, ADuplicatePlannedUnderNewerExclusionsMakesItsTwinCurrent) {
+  CandidateTrials trials(ThreeConfigs());
+  trials.Restart();
+  TakeAndAddUnder(trials, 0, 5, 0.5);
+  TakeAndAddUnder(trials, 1, 6, 0.9);
+  std::uint32_t index = 0;
+  trials.Take(&index, 1);
+  trials.Finished("");
+  trials.AddDuplicate(5);
+  EXPECT_EQ(trials.Stale(1), 0u);
+  EXPECT_EQ(trials.Best(1)->generation, 5u);
+}
+
 TEST(CandidateTrials, TheChosenPolicyKeepsMeasuringUnderItsRepublishedGeneration) {
   CandidateTrials trials(ThreeConfigs());
   trials.Restart();
@@ -226,7 +267,7 @@ TEST(CandidateTrials, ShouldCollapseCandidatesThatPlanTheSameSwaps) {
   const CandidateTrials::Candidate* found = trials.Find(same);
   ASSERT_NE(found, nullptr);
   EXPECT_EQ(found->generation, 5u);
-  trials.AddDuplicate();
+  trials.AddDuplicate(found->generation);
   EXPECT_EQ(trials.duplicates(), 1u);
   EXPECT_GT(trials.progress(), before);  // the stage hold sees progress
   // Nothing new to measure: the third configuration is wanted without another step.

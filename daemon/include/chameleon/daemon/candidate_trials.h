@@ -37,6 +37,9 @@ class CandidateTrials {
     double measured_s = 0;  ///< best device time of the intervals run entirely under it
     std::uint32_t samples = 0;
     bool installed = false;  ///< a mark said the shim's executor installed it
+    /// PointerExclusions::version() of the profile it was planned from: a target reported since
+    /// may be a tensor it swaps, which the shim now pins (so the plan is short of those bytes).
+    std::uint64_t exclusions = 0;
   };
 
   /// What the client's marks tell about the generation in force (IterationClock).
@@ -71,8 +74,9 @@ class CandidateTrials {
   bool Installed(std::uint64_t generation);
   /// The candidate waiting to be published, if any (and no longer kept).
   std::optional<ipc::Policy> TakeReady();
-  /// The next configuration; marks generation in flight. `*index` is its position.
-  policy::GeneratorOptions Take(std::uint32_t* index);
+  /// The next configuration; marks generation in flight. `*index` is its position; `exclusions`
+  /// the pointer-exclusion version of the profile it is planned from (Candidate::exclusions).
+  policy::GeneratorOptions Take(std::uint32_t* index, std::uint64_t exclusions = 0);
   /// The worker finished: `error` is empty on success, else why no policy was planned.
   void Finished(std::string error);
   /// The candidate generated last was published as `generation`.
@@ -80,9 +84,10 @@ class CandidateTrials {
   /// A published candidate with the same swaps as `policy` (entries and exclusions; the summary's
   /// predictions may differ), or nullptr: the shim would run both alike.
   const Candidate* Find(const ipc::Policy& policy) const;
-  /// The candidate generated last duplicates one already published: not published, and the next
-  /// configuration may be generated without waiting for a step.
-  void AddDuplicate();
+  /// The candidate generated last duplicates the one published as `same`: not published, and
+  /// the next configuration may be generated without waiting for a step. The same swaps planned
+  /// under newer exclusions are valid under them: `same` takes the newer version.
+  void AddDuplicate(std::uint64_t same);
   /// Configurations whose candidate duplicated an earlier one since the last Restart().
   std::uint32_t duplicates() const { return duplicates_; }
   /// Why the last configuration planned no policy (empty: it did).
@@ -101,8 +106,11 @@ class CandidateTrials {
   /// limit to plan for), or the last candidate unmeasured. False when the generator cannot plan
   /// this profile at all.
   bool Pending(bool device_limited) const;
-  /// The best measured device time; with no measurement at all, the first candidate.
-  const Candidate* Best() const;
+  /// The best measured device time; with no measurement at all, the first candidate. Only
+  /// candidates planned under `exclusions` (the current version) compete while there is one.
+  const Candidate* Best(std::uint64_t exclusions = 0) const;
+  /// Candidates planned under another pointer-exclusion version than `exclusions`.
+  std::size_t Stale(std::uint64_t exclusions) const;
   /// The policy published as `from` was published again, unchanged but for its placement, as
   /// `to` (node placement's leases): intervals under `to` count for the same candidate.
   void Republished(std::uint64_t from, std::uint64_t to);
@@ -123,7 +131,8 @@ class CandidateTrials {
   std::uint32_t next_ = 0;     // index of the next configuration
   bool step_pending_ = false;  // a GEN_POLICY step has passed since the last candidate
   bool in_flight_ = false;
-  std::optional<ipc::Policy> ready_;  // generated ahead, waiting for the last to be installed
+  std::uint64_t taken_exclusions_ = 0;  // Take()'s: of the candidate generated last
+  std::optional<ipc::Policy> ready_;    // generated ahead, waiting for the last to be installed
   std::uint32_t duplicates_ = 0;
   std::string error_;
   std::optional<Candidate> chosen_;

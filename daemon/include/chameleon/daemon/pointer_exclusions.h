@@ -46,6 +46,9 @@ class PointerExclusions {
       const std::shared_ptr<const policy::Profile>& profile);
 
   std::size_t target_ids() const { return target_ids_.size(); }
+  /// Grows whenever a report adds targets: a candidate planned under an older version may swap
+  /// a tensor the shim now pins (CandidateTrials::Candidate::exclusions).
+  std::uint64_t version() const { return version_; }
   std::size_t excluded_keys() const { return excluded_keys_.size(); }
   /// What chameleonctl shows (reports, target_ids, excluded_keys, excluded_tensors).
   nlohmann::json Json() const;
