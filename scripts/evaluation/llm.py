@@ -47,7 +47,12 @@ class Row:
     notes: list = field(default_factory=list)
 
 
-FRACTIONS = (0.75, 0.5, 0.33, 0.25)  # limit / peak (1.0 is the unlimited run itself)
+# limit / peak. At 1.0 the limit is the program's own peak byte count, where the bound is the
+# unlimited time: those points measure what Chameleon costs where no swap should be needed. It
+# still swaps a little there (its footprint, whole 2 MiB chunks per tensor and the plan's reserve,
+# is above the program's bytes), and plain may still run out of memory (GPT-2 XL B8 S1024 does
+# under simgpu: the driver's stream-ordered accounting is not the trainer's byte count).
+FRACTIONS = (1.0, 0.75, 0.5, 0.33, 0.25)
 
 
 def cases(quick):
@@ -131,7 +136,8 @@ def steady(records, limit, peak):
     return {"generation": last_gen, "iterations": len(under),
             "ahead": total("prefetches") / ins if ins else None,
             "fault_ins": total("fault_ins") / len(c), "evictions": total("evictions") / len(c),
-            "out_per_excess": total("swap_out_bytes") / len(c) / max(1, peak - limit),
+            "out_per_excess": (total("swap_out_bytes") / len(c) / (peak - limit)
+                               if peak > limit else None),  # no bytes must leave at 1.0
             # Swapped bytes that went to a peer GPU (node placement) rather than host memory.
             "peer_share": (total("peer_out_bytes") / total("swap_out_bytes")
                            if total("swap_out_bytes") else None),

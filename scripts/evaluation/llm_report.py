@@ -71,9 +71,9 @@ def table(rows):
         st = row.steady
         ahead = (f"{st['ahead']:.0%}, {st['fault_ins']:.0f}, {st['evictions']:.0f}"
                  if st.get("ahead") is not None else NM)
-        excess = max(1, row.ref.peak - row.limit) if row.ref else 1
-        off_out = (row.off.executor.get("swap_out_bytes", 0) / len(row.off.times) / excess
-                   if row.off is not None and row.off.ok and row.off.times else None)
+        # At limit = peak no byte must leave: the ratio has no denominator.
+        out_cell = ("n/a (peak − limit = 0)" if row.ref and row.ref.peak <= row.limit else
+                    f"{cell(safety_net_ratio(row))} / {cell(st.get('out_per_excess'))}")
         wait = (f"{st['wait_s'] * 1e3:.1f} / {st['predicted_s'] * 1e3:.1f}"
                 if st.get("iterations") else NM)
         stage, gen = stable_at(row)
@@ -90,8 +90,17 @@ def table(rows):
             f"{cell(f['of_bound_off'], '{:.0%}')} / {cell(f['of_bound_swap'], '{:.0%}')} | "
             f"{cell(f['of_windowed_off'], '{:.0%}')} / {cell(f['of_windowed_swap'], '{:.0%}')} | "
             f"{ident} | {stage or NM} ({gen if gen is not None else NM}) | {ahead} | "
-            f"{cell(off_out)} / {cell(st.get('out_per_excess'))} | {wait} | {cell(wall, '{:.1f}')} |")
+            f"{out_cell} | {wait} | {cell(wall, '{:.1f}')} |")
     return "\n".join(h)
+
+
+def safety_net_ratio(row):
+    """Bytes the safety net (policy off) moved out per step over peak − limit, the bytes that must
+    leave; None where none must (limit = peak: the ratio has no denominator)."""
+    r = row.off
+    if r is None or not r.ok or not r.times or not row.ref or row.ref.peak <= row.limit:
+        return None
+    return r.executor.get("swap_out_bytes", 0) / len(r.times) / (row.ref.peak - row.limit)
 
 
 def identical_cell(row, which):
@@ -119,11 +128,7 @@ def goals(rows):
     fs = [figures(r) for r in rows]
     ahead = [r.steady.get("ahead") for r in rows]
     evict = [r.steady.get("evictions") for r in rows if r.steady.get("iterations")]
-    off_out = []
-    for r in rows:
-        if r.off is not None and r.off.ok and r.off.times and r.ref:
-            off_out.append(r.off.executor.get("swap_out_bytes", 0) / len(r.off.times) /
-                           max(1, r.ref.peak - r.limit))
+    off_out = [safety_net_ratio(r) for r in rows]
     wait = [abs(r.steady["wait_s"] - r.steady["predicted_s"]) / r.steady["predicted_s"]
             for r in rows if r.steady.get("iterations") and r.steady.get("predicted_s")]
     near = [f["rel_swap"] for f in fs if f["rel_tb"] is not None and f["rel_tb"] >= 0.97]
@@ -154,7 +159,8 @@ def plot(rows, out_png):
         groups.setdefault((r.case.name, r.case.machine), []).append(r)
     blocks, plots = [], []
     for i, ((name, machine), rs) in enumerate(groups.items()):
-        lines = ["1.00 1 1 1 1"]
+        # 1.0 = unlimited, unless the grid measured the shim at limit = peak itself.
+        lines = [] if any(r.case.fraction >= 1.0 for r in rs) else ["1.00 1 1 1 1"]
         for r in sorted(rs, key=lambda r: -r.case.fraction):
             f = figures(r)
             vals = [f["rel_swap"], f["rel_off"], f["rel_rc"], f["rel_tb"]]
@@ -206,7 +212,15 @@ policy can be faster than T_w, so a point whose T_b / T_w is under 0.9 cannot re
 (`swap_in_wait_ns`) against the installed plan's prediction of that wait (`predicted_in_wait_ns`:
 the plan replayed on the executor's streams, docs/policy.md "Predicted stall"). The prediction
 times the profile's compute at the daemon's estimate, which can be off under a limit (the safety
-net's copies are in the timed intervals).
+net's copies are in the timed intervals). At limit / peak = 1.00 the limit is the program's peak
+byte count and T_b the unlimited time: those rows show what the shim and its plan cost where
+nothing must move (its footprint, whole 2 MiB chunks per tensor and the plan's reserve, is above
+the program's bytes, so it still swaps a little; "out / (peak − limit)" has no denominator there).
+That footprint is also why Chameleon's "out / (peak − limit)" stays above 1 with no fault-in:
+T_b and T_w count the program's bytes, the plan must move the executor's. At GPT-2 XL B8
+S1024's peak the executor holds 46.05 GB in whole chunks against the program's 44.90 GB, and
+the plan keeps 1 % of the limit free (docs/policy.md, "Reserve"), so at 0.75 it moves 12.4 GB
+where peak − limit is 11.2 GB (`chameleonctl dump-profile`, then `chameleon-policy`, 2026-12-06).
 
 {table(rows)}
 
