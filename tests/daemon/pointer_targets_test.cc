@@ -68,6 +68,18 @@ class PointerTargetsTest : public DaemonTest {
     return policy::ProfileFromJson(dump["profile"].dump());
   }
 
+  /// The allocation id of the tensor with match key `key` in the client's current profile (its
+  /// detailed step), or 0.
+  std::uint64_t AllocationWithKey(FakeClient& c, std::uint64_t key) {
+    const policy::Profile profile = DumpProfile(c);
+    const auto features = policy::ComputeFeatures(profile);
+    std::uint64_t id = 0;
+    for (std::size_t i = 0; i < features.size(); ++i) {
+      if (features[i].match_key == key) id = profile.tensors[i].external_id;
+    }
+    return id;
+  }
+
   static bool Swaps(const ipc::Policy& policy, std::uint64_t key) {
     return std::any_of(policy.entries.begin(), policy.entries.end(),
                        [&](const ipc::SwapEntry& e) { return e.match_key == key; });
@@ -87,12 +99,7 @@ TEST_F(PointerTargetsTest, AReportedTargetIsExcludedNowAndWhenAllocatedAfresh) {
   const ipc::Policy unrestricted = DetailToCandidate(*control, spec, 6, &control_boundary, {});
   ASSERT_FALSE(unrestricted.entries.empty()) << "the limit must make candidates swap";
   const std::uint64_t key = unrestricted.entries.front().match_key;
-  const policy::Profile profile = DumpProfile(*control);
-  const auto features = policy::ComputeFeatures(profile);
-  std::uint64_t target = 0;
-  for (std::size_t i = 0; i < features.size(); ++i) {
-    if (features[i].match_key == key) target = profile.tensors[i].external_id;
-  }
+  const std::uint64_t target = AllocationWithKey(*control, key);
   ASSERT_NE(target, 0u);
   control->Disconnect();
 
@@ -144,12 +151,7 @@ TEST_F(PointerTargetsTest, ACandidatePlannedBeforeATargetWasReportedIsNotChosen)
   const ipc::Policy first = DetailToCandidate(*client, spec, 6, &boundary, {});
   ASSERT_FALSE(first.entries.empty()) << "the limit must make candidates swap";
   const std::uint64_t key = first.entries.front().match_key;
-  const policy::Profile profile = DumpProfile(*client);
-  const auto features = policy::ComputeFeatures(profile);
-  std::uint64_t target = 0;
-  for (std::size_t i = 0; i < features.size(); ++i) {
-    if (features[i].match_key == key) target = profile.tensors[i].external_id;
-  }
+  const std::uint64_t target = AllocationWithKey(*client, key);
   ASSERT_NE(target, 0u);
   ASSERT_TRUE(client->PointerTargets(2, {target}));
 
