@@ -68,6 +68,26 @@ class PointerTargetsTest : public DaemonTest {
     return policy::ProfileFromJson(dump["profile"].dump());
   }
 
+  /// A client's first candidate with no report, the match key of its first swap and that
+  /// tensor's allocation in the detailed step (step 6).
+  struct FirstSwap {
+    ipc::Policy policy;
+    std::uint64_t key = 0;
+    std::uint64_t target = 0;
+  };
+  FirstSwap FirstCandidate(FakeClient& c, const LoopSpec& spec, std::uint64_t* boundary) {
+    FirstSwap out;
+    EXPECT_TRUE(c.Alloc(1, 1 << 20));  // the weights
+    PushSteps(c, spec, 0, 6);
+    out.policy = DetailToCandidate(c, spec, 6, boundary, {});
+    EXPECT_FALSE(out.policy.entries.empty()) << "the limit must make candidates swap";
+    if (out.policy.entries.empty()) return out;
+    out.key = out.policy.entries.front().match_key;
+    out.target = AllocationWithKey(c, out.key);
+    EXPECT_NE(out.target, 0u);
+    return out;
+  }
+
   /// The allocation id of the tensor with match key `key` in the client's current profile (its
   /// detailed step), or 0.
   std::uint64_t AllocationWithKey(FakeClient& c, std::uint64_t key) {
@@ -93,14 +113,10 @@ TEST_F(PointerTargetsTest, AReportedTargetIsExcludedNowAndWhenAllocatedAfresh) {
   // allocation in the detailed step (step 6) is `target`.
   auto control = Connect(kDeviceMemory);
   ASSERT_NE(control, nullptr);
-  ASSERT_TRUE(control->Alloc(1, 1 << 20));  // the weights
-  PushSteps(*control, spec, 0, 6);
   std::uint64_t control_boundary = 1;
-  const ipc::Policy unrestricted = DetailToCandidate(*control, spec, 6, &control_boundary, {});
-  ASSERT_FALSE(unrestricted.entries.empty()) << "the limit must make candidates swap";
-  const std::uint64_t key = unrestricted.entries.front().match_key;
-  const std::uint64_t target = AllocationWithKey(*control, key);
-  ASSERT_NE(target, 0u);
+  const FirstSwap unrestricted = FirstCandidate(*control, spec, &control_boundary);
+  ASSERT_FALSE(HasFailure());
+  const std::uint64_t key = unrestricted.key, target = unrestricted.target;
   control->Disconnect();
 
   // The same program, whose scan after the detailed iteration reports `target`.
@@ -145,18 +161,14 @@ TEST_F(PointerTargetsTest, ACandidatePlannedBeforeATargetWasReportedIsNotChosen)
   LoopSpec spec;
   auto client = Connect(kDeviceMemory);
   ASSERT_NE(client, nullptr);
-  ASSERT_TRUE(client->Alloc(1, 1 << 20));
-  PushSteps(*client, spec, 0, 6);
   std::uint64_t boundary = 1;
-  const ipc::Policy first = DetailToCandidate(*client, spec, 6, &boundary, {});
-  ASSERT_FALSE(first.entries.empty()) << "the limit must make candidates swap";
-  const std::uint64_t key = first.entries.front().match_key;
-  const std::uint64_t target = AllocationWithKey(*client, key);
-  ASSERT_NE(target, 0u);
-  ASSERT_TRUE(client->PointerTargets(2, {target}));
+  const FirstSwap first = FirstCandidate(*client, spec, &boundary);
+  ASSERT_FALSE(HasFailure());
+  const std::uint64_t key = first.key;
+  ASSERT_TRUE(client->PointerTargets(2, {first.target}));
 
   auto describe = [&] { return Describe(client->id()); };
-  const std::uint64_t stale = first.summary.generation;
+  const std::uint64_t stale = first.policy.summary.generation;
   // Intervals under the stale candidate measure 0.5 ms, every other one 1 ms.
   auto device_ns = [&](std::uint64_t g) { return g == stale ? 500'000 : 1'000'000; };
   std::uint64_t in_force = describe()["generation"].get<std::uint64_t>();
