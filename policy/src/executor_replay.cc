@@ -51,12 +51,12 @@ std::uint64_t DeviceBytesOf(const PlannedSwap& s) {
 }  // namespace
 
 ReplayedIteration ReplayOnExecutor(const Profile& profile, const std::vector<PlannedSwap>& swaps,
-                                   const GeneratorOptions& options, double compute_s) {
+                                   const GeneratorOptions& options,
+                                   const std::vector<double>& op_s) {
   ReplayedIteration result;
-  result.iteration_s = compute_s;
+  for (const double s : op_s) result.iteration_s += s;
   const auto ops = static_cast<std::uint32_t>(profile.ops.size());
-  if (ops == 0) return result;
-  const double op_s = compute_s / ops;
+  if (ops == 0 || op_s.size() != ops) return result;
   const double out_bw = OutBandwidth(options);
   const double in_bw = InBandwidth(options);
 
@@ -119,7 +119,7 @@ ReplayedIteration ReplayOnExecutor(const Profile& profile, const std::vector<Pla
         if (r > now) in_wait += r - now, now = r;
         r = -1;
       }
-      now += op_s;
+      now += op_s[op];
       for (const std::uint32_t k : out_at[op]) {
         out_free = std::max(out_free, now) + static_cast<double>(swaps[k].bytes) / out_bw;
         freed.Give(out_free, DeviceBytesOf(swaps[k]));

@@ -7,8 +7,8 @@
 // stalls of a transfer-bound plan came out 2-3x the measured wait (GPT-2 XL B8 S1024 on
 // h200-sxm at 0.75 of its peak: 447 ms predicted, 130 ms of swap-in wait measured). This replay
 // follows the executor instead (docs/policy.md, "Predicted stall"):
-//   - one compute stream running the ops in order, each iteration_s / ops long (the profile has
-//     no per-op times: the paper's uniform estimate, as for the layers);
+//   - one compute stream running the ops in order, each taking its op_seconds.h figure (measured
+//     where the profile has op times, the paper's uniform share otherwise, as for the layers);
 //   - one out-stream and one in-stream, FIFO, each copy taking bytes / the direction's achieved
 //     bandwidth (no link_efficiency: that is a planning margin, not a rate);
 //   - a pool of freed device bytes, taken oldest first as ChunkPool::Take does, each piece with
@@ -35,10 +35,11 @@ struct ReplayedIteration {
   double out_wait_s = 0;   ///< compute stream waiting for memory a swap-out still copies
 };
 
-/// Replays `swaps` (host tier, as GeneratePlan returns them) over `profile`'s iteration taking
-/// `compute_s` of compute, with `options`' bandwidths, chunk_bytes and min_swap_bytes.
+/// Replays `swaps` (host tier, as GeneratePlan returns them) over `profile`'s iteration, op i
+/// taking `op_s[i]` of compute, with `options`' bandwidths, chunk_bytes and min_swap_bytes.
 /// O((ops + tensors + swaps) · iterations + pieces). `profile` must be valid (ValidateProfile).
 ReplayedIteration ReplayOnExecutor(const Profile& profile, const std::vector<PlannedSwap>& swaps,
-                                   const GeneratorOptions& options, double compute_s);
+                                   const GeneratorOptions& options,
+                                   const std::vector<double>& op_s);
 
 }  // namespace chameleon::policy::detail

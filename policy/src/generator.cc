@@ -5,6 +5,7 @@
 
 #include "chameleon/policy/candidates.h"
 #include "chameleon/policy/memory.h"
+#include "chameleon/policy/op_seconds.h"
 #include "chameleon/policy/phases.h"
 #include "executor_replay.h"
 #include "infeasibility.h"
@@ -46,7 +47,7 @@ void Summarise(const Profile& profile, const GeneratorOptions& options, Plan* pl
   plan->predicted_peak_bytes =
       *std::max_element(plan->memory_after.begin(), plan->memory_after.end());
   const detail::ReplayedIteration replayed =
-      detail::ReplayOnExecutor(profile, plan->swaps, options, plan->iteration_s);
+      detail::ReplayOnExecutor(profile, plan->swaps, options, OpSeconds(profile));
   plan->predicted_in_wait_s = replayed.in_wait_s;
   plan->predicted_out_wait_s = replayed.out_wait_s;
   plan->predicted_stall_s = replayed.in_wait_s + replayed.out_wait_s;
@@ -92,9 +93,11 @@ GenerateResult GeneratePlan(const Profile& profile, const GeneratorOptions& opti
   GeneratorOptions planning = options;
   planning.device_limit_bytes = options.device_limit_bytes - options.reserve_bytes;
   plan.planning_limit_bytes = planning.device_limit_bytes;
-  plan.iteration_s = profile.iteration_s;
+  const std::vector<double> op_s = OpSeconds(profile);
+  plan.iteration_s = 0;
+  for (const double s : op_s) plan.iteration_s += s;
   plan.phases = DetectPhases(profile);
-  plan.grid = BuildLayers(plan.phases, profile.iteration_s, LayersPerPhase(profile, options));
+  plan.grid = BuildLayers(plan.phases, op_s, LayersPerPhase(profile, options));
   plan.memory_before = ReplayMemory(profile, options.chunk_bytes, options.min_swap_bytes);
   plan.peak_before_bytes = *std::max_element(plan.memory_before.begin(), plan.memory_before.end());
 

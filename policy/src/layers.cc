@@ -26,7 +26,7 @@ std::vector<Run> PhaseRuns(const std::vector<Phase>& phases) {
 
 }  // namespace
 
-LayerGrid BuildLayers(const std::vector<Phase>& phases, double iteration_s,
+LayerGrid BuildLayers(const std::vector<Phase>& phases, const std::vector<double>& op_s,
                       std::uint32_t layers_per_phase) {
   LayerGrid grid;
   grid.layer_of_op.resize(phases.size());
@@ -34,7 +34,6 @@ LayerGrid BuildLayers(const std::vector<Phase>& phases, double iteration_s,
   const std::vector<Run> runs = PhaseRuns(phases);
   std::array<std::uint64_t, 4> phase_ops{};
   for (const Run& run : runs) phase_ops[static_cast<std::size_t>(run.phase) & 3] += run.length;
-  const double op_s = iteration_s / static_cast<double>(phases.size());
   const std::uint32_t per_phase = std::max<std::uint32_t>(layers_per_phase, 1);
   for (const Run& run : runs) {
     // A phase split into several runs shares its layer budget in proportion to run length.
@@ -48,9 +47,10 @@ LayerGrid BuildLayers(const std::vector<Phase>& phases, double iteration_s,
           run.begin + static_cast<std::uint32_t>(std::uint64_t{g} * run.length / groups);
       const auto end =
           run.begin + static_cast<std::uint32_t>(std::uint64_t{g + 1} * run.length / groups);
-      LogicalLayer layer{first, end - 1, run.phase, op_s * (end - first)};
+      LogicalLayer layer{first, end - 1, run.phase, 0.0};
       for (std::uint32_t op = first; op < end; ++op) {
         grid.layer_of_op[op] = static_cast<std::uint32_t>(grid.layers.size());
+        layer.time_s += op < op_s.size() ? op_s[op] : 0.0;
       }
       grid.layers.push_back(layer);
     }

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <limits>
 
 namespace chameleon::policy {
@@ -75,6 +76,13 @@ ProfileOp ParseOp(const json& v, const std::string& where, std::size_t tensors) 
   op.reads = Indices(Field(v, "reads", where), where + ".reads", tensors, "tensor", false);
   op.writes = Indices(Field(v, "writes", where), where + ".writes", tensors, "tensor", false);
   op.bytes_live_after = Unsigned(Field(v, "bytes_live_after", where), where + ".bytes_live_after");
+  if (v.contains("device_s")) {  // optional: not measured when absent
+    const json& s = v["device_s"];
+    if (!s.is_number() || !std::isfinite(s.get<double>()) || s.get<double>() < 0) {
+      Fail(where + ".device_s", "expected a finite non-negative number");
+    }
+    op.device_s = s.get<double>();
+  }
   return op;
 }
 
@@ -124,12 +132,11 @@ std::string ProfileToJson(const Profile& profile, int indent) {
               {"tensors", json::array()}};
   json& ops = doc["ops"];
   for (const ProfileOp& op : profile.ops) {
-    ops.push_back({{"token", op.token},
-                   {"name", op.name},
-                   {"phase", PhaseName(op.phase)},
-                   {"reads", op.reads},
-                   {"writes", op.writes},
-                   {"bytes_live_after", op.bytes_live_after}});
+    json entry = {
+        {"token", op.token}, {"name", op.name},     {"phase", PhaseName(op.phase)},
+        {"reads", op.reads}, {"writes", op.writes}, {"bytes_live_after", op.bytes_live_after}};
+    if (op.device_s > 0) entry["device_s"] = op.device_s;
+    ops.push_back(std::move(entry));
   }
   json& tensors = doc["tensors"];
   for (const ProfileTensor& t : profile.tensors) {

@@ -25,6 +25,11 @@ PlannedSwap Swap(std::uint32_t tensor, std::uint32_t out_after, std::uint32_t in
   return s;
 }
 
+// 1 s per op, the uniform share the hand-made profiles (no op times) get.
+std::vector<double> OneSecondEach(const Profile& p) {
+  return std::vector<double>(p.ops.size(), 1.0);
+}
+
 Profile FourOps(std::vector<ProfileTensor> tensors) {
   Profile p;
   p.iteration_s = 4;
@@ -44,7 +49,8 @@ TEST(ExecutorReplay, SwapInsQueueOnTheInStreamAndOverlappingWaitsCountOnce) {
   // (free at 8): 8-9. Op 3 starts at 8, A is there, B is not: one wait of 1 s, not 1 s each.
   const Profile p = FourOps({Tensor(100, -1, -1, {0, 3}), Tensor(101, -1, -1, {0, 3})});
   const GeneratorOptions o = HandOptions(100);
-  const ReplayedIteration r = ReplayOnExecutor(p, {Swap(0, 0, 2, 3), Swap(1, 0, 2, 3)}, o, 4);
+  const ReplayedIteration r =
+      ReplayOnExecutor(p, {Swap(0, 0, 2, 3), Swap(1, 0, 2, 3)}, o, OneSecondEach(p));
   EXPECT_NEAR(r.in_wait_s, 1.0, 1e-12);
   EXPECT_NEAR(r.out_wait_s, 0.0, 1e-12);
   EXPECT_NEAR(r.iteration_s, 5.0, 1e-12);
@@ -56,7 +62,8 @@ TEST(ExecutorReplay, AnAllocationWaitsForMemoryASwapOutStillCopies) {
   // start; A's swap-in takes B's memory, freed at the end of op 3, and ends 0.25 s after op 5
   // could start. Every iteration: 6 s + 0.25 + 0.25.
   const Profile p = SixOps(5);
-  const ReplayedIteration r = ReplayOnExecutor(p, {Swap(0, 0, 4, 5)}, HandOptions(80), 6);
+  const ReplayedIteration r =
+      ReplayOnExecutor(p, {Swap(0, 0, 4, 5)}, HandOptions(80), OneSecondEach(p));
   EXPECT_NEAR(r.out_wait_s, 0.25, 1e-12);
   EXPECT_NEAR(r.in_wait_s, 0.25, 1e-12);
   EXPECT_NEAR(r.iteration_s, 6.5, 1e-12);
@@ -69,14 +76,30 @@ TEST(ExecutorReplay, ASwapAcrossTheBoundaryIsOffTheDeviceWhenTheReplayStarts) {
   // of A's own swap-out, which ends 2 s after op 3: it waits for that copy, then copies for 2 s,
   // and op 1 waits 3 s: 7 s an iteration, the figure reported.
   const Profile p = FourOps({Tensor(100, -1, -1, {1, 3})});
-  const ReplayedIteration r = ReplayOnExecutor(p, {Swap(0, 3, 4, 5)}, HandOptions(50), 4);
+  const ReplayedIteration r =
+      ReplayOnExecutor(p, {Swap(0, 3, 4, 5)}, HandOptions(50), OneSecondEach(p));
   EXPECT_NEAR(r.in_wait_s, 3.0, 1e-12);
   EXPECT_NEAR(r.out_wait_s, 0.0, 1e-12);
   EXPECT_NEAR(r.iteration_s, 7.0, 1e-12);
 }
 
+TEST(ExecutorReplay, ASwapInHidesBehindTheOpsMeasuredTimesNotTheirCount) {
+  // As above (A leaves after op 0, 100 B at 100 B/s, back before op 2 for op 3), but op 2 is
+  // measured at 0.25 s: the swap-in (1 s, from op 2's start) outlasts it by 0.75 s, which op 3
+  // waits. With the uniform share (1 s each) op 2 would have hidden it all.
+  const Profile p = FourOps({Tensor(100, -1, -1, {0, 3})});
+  const std::vector<double> op_s = {1.0, 1.0, 0.25, 1.0};
+  const ReplayedIteration timed = ReplayOnExecutor(p, {Swap(0, 0, 2, 3)}, HandOptions(100), op_s);
+  EXPECT_NEAR(timed.in_wait_s, 0.75, 1e-12);
+  EXPECT_NEAR(timed.iteration_s, 3.25 + 0.75, 1e-12);
+  const ReplayedIteration uniform =
+      ReplayOnExecutor(p, {Swap(0, 0, 2, 3)}, HandOptions(100), OneSecondEach(p));
+  EXPECT_NEAR(uniform.in_wait_s, 0.0, 1e-12);
+}
+
 TEST(ExecutorReplay, NoSwapsCostNothing) {
-  const ReplayedIteration r = ReplayOnExecutor(SixOps(5), {}, HandOptions(80), 6);
+  const Profile p = SixOps(5);
+  const ReplayedIteration r = ReplayOnExecutor(p, {}, HandOptions(80), OneSecondEach(p));
   EXPECT_EQ(r.in_wait_s, 0.0);
   EXPECT_EQ(r.out_wait_s, 0.0);
   EXPECT_NEAR(r.iteration_s, 6.0, 1e-12);

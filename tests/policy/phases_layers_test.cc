@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
 #include "chameleon/policy/candidates.h"
+#include "chameleon/policy/generator.h"
 #include "chameleon/policy/layers.h"
 #include "chameleon/policy/memory.h"
+#include "chameleon/policy/op_seconds.h"
 #include "chameleon/policy/options.h"
 #include "chameleon/policy/phases.h"
 #include "chameleon/policy/synthetic.h"
@@ -13,7 +15,7 @@ namespace {
 TEST(PolicyLayers, ShouldSplitEachPhaseIntoEqualGroupsTimedByOpShare) {
   std::vector<Phase> phases(10, Phase::kForward);
   for (int i = 4; i < 10; ++i) phases[i] = Phase::kBackward;
-  const LayerGrid grid = BuildLayers(phases, 20.0, 2);
+  const LayerGrid grid = BuildLayers(phases, std::vector<double>(10, 2.0), 2);
   ASSERT_EQ(grid.layers.size(), 4u);
   EXPECT_EQ(grid.layers[0].first_op, 0u);
   EXPECT_EQ(grid.layers[0].last_op, 1u);
@@ -29,8 +31,58 @@ TEST(PolicyLayers, ShouldSplitEachPhaseIntoEqualGroupsTimedByOpShare) {
 }
 
 TEST(PolicyLayers, ShouldNeverMakeMoreLayersThanOps) {
-  const LayerGrid grid = BuildLayers({Phase::kForward, Phase::kBackward}, 1.0, 50);
+  const LayerGrid grid = BuildLayers({Phase::kForward, Phase::kBackward}, {0.5, 0.5}, 50);
   EXPECT_EQ(grid.layers.size(), 2u);
+}
+
+TEST(PolicyLayers, ShouldTimeEachLayerAsTheSumOfItsOpsTimes) {
+  const std::vector<Phase> phases(4, Phase::kForward);
+  const LayerGrid grid = BuildLayers(phases, {1.0, 3.0, 0.5, 0.25}, 2);
+  ASSERT_EQ(grid.layers.size(), 2u);
+  EXPECT_DOUBLE_EQ(grid.layers[0].time_s, 4.0);
+  EXPECT_DOUBLE_EQ(grid.layers[1].time_s, 0.75);
+}
+
+Profile FourOpsTimed(double iteration_s, std::vector<double> device_s) {
+  Profile p;
+  p.iteration_s = iteration_s;
+  for (const double s : device_s) {
+    ProfileOp op;
+    op.device_s = s;
+    p.ops.push_back(op);
+  }
+  return p;
+}
+
+TEST(PolicyOpSeconds, ShouldShareTheIterationEquallyWithoutMeasuredTimes) {
+  const Profile p = FourOpsTimed(2.0, {0, 0, 0, 0});
+  EXPECT_FALSE(HasOpTimes(p));
+  EXPECT_EQ(OpSeconds(p), std::vector<double>(4, 0.5));
+}
+
+TEST(PolicyOpSeconds, ShouldTakeMeasuredTimesAndNoShareOfTheRestOfTheIteration) {
+  // Measured 1.6 s of a 2 s iteration: the 0.4 s no op took (waits under the safety net while
+  // the profile was recorded) is no op's; the unmeasured op (a captured one) takes nothing.
+  const Profile p = FourOpsTimed(2.0, {1.0, 0.5, 0, 0.1});
+  EXPECT_TRUE(HasOpTimes(p));
+  EXPECT_EQ(OpSeconds(p), (std::vector<double>{1.0, 0.5, 0.0, 0.1}));
+}
+
+TEST(PolicyOpSeconds, ShouldPlanOnTheMeasuredComputeTime) {
+  // What a plan adds its stalls to: the ops' 1.6 s, not the profile's 2 s.
+  Profile p = FourOpsTimed(2.0, {1.0, 0.5, 0, 0.1});
+  p.tensors.push_back({});
+  p.tensors[0].bytes = 64;
+  p.tensors[0].uses = {0, 3};
+  for (ProfileOp& op : p.ops) op.bytes_live_after = 64;
+  p.ops[0].reads = {0};
+  p.ops[3].reads = {0};
+  GeneratorOptions o;
+  o.device_limit_bytes = 1 << 20;
+  const GenerateResult r = GeneratePlan(p, o);
+  ASSERT_EQ(r.status, GenerateStatus::kOk) << r.message;
+  EXPECT_DOUBLE_EQ(r.plan.iteration_s, 1.6);
+  EXPECT_DOUBLE_EQ(r.plan.predicted_iteration_s, 1.6);  // nothing to swap
 }
 
 TEST(PolicyPhases, ShouldKeepLabelsAndFillUnknownFromThePreviousOp) {

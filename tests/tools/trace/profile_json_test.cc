@@ -56,6 +56,7 @@ TEST(ProfileJson, ShouldRoundTripEveryField) {
   p.ops[1].phase = policy::Phase::kBackward;
   p.tensors[3].swappable = false;
   p.tensors[2].device = 3;
+  p.ops[2].device_s = 0.125;
   const policy::Profile q = policy::ProfileFromJson(policy::ProfileToJson(p, 2));
   EXPECT_EQ(q.source, p.source);
   EXPECT_EQ(q.layers_hint, 12u);
@@ -68,6 +69,7 @@ TEST(ProfileJson, ShouldRoundTripEveryField) {
     EXPECT_EQ(q.ops[i].reads, p.ops[i].reads);
     EXPECT_EQ(q.ops[i].writes, p.ops[i].writes);
     EXPECT_EQ(q.ops[i].bytes_live_after, p.ops[i].bytes_live_after);
+    EXPECT_DOUBLE_EQ(q.ops[i].device_s, p.ops[i].device_s);
   }
   ASSERT_EQ(q.tensors.size(), p.tensors.size());
   for (std::size_t i = 0; i < p.tensors.size(); ++i) {
@@ -111,6 +113,12 @@ TEST(ProfileJson, ShouldNameTheOffendingField) {
   doc = good;
   doc["tensors"][1]["device"] = "gpu1";
   EXPECT_THAT(ErrorOf(doc), HasSubstr("$.tensors[1].device: expected integer"));
+  doc = good;
+  doc["ops"][2]["device_s"] = -1;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("$.ops[2].device_s: expected a finite non-negative number"));
+  doc = good;
+  doc["ops"][2]["device_s"] = "fast";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("$.ops[2].device_s: expected a finite non-negative number"));
   doc = good;
   doc["ops"][0]["phase"] = "sideways";
   EXPECT_THAT(ErrorOf(doc), HasSubstr("$.ops[0].phase: unknown phase"));

@@ -1,5 +1,7 @@
 // Logical layers: the time grid of the swap simulator (paper: equal-size groups of forward and
 // backward ops, each timed as T_iter / N_ops × N_ops_in_group; valid because layers repeat).
+// Here each group is timed as the sum of its ops' times (op_seconds.h): measured ones where the
+// profile has them, the paper's uniform share otherwise.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +16,7 @@ struct LogicalLayer {
   std::uint32_t first_op = 0;
   std::uint32_t last_op = 0;
   Phase phase = Phase::kUnknown;
-  double time_s = 0;  ///< iteration_s / ops × (last_op - first_op + 1)
+  double time_s = 0;  ///< the sum of op_s over [first_op, last_op]
 };
 
 /// The layers of an iteration and the op -> layer map.
@@ -25,8 +27,8 @@ struct LayerGrid {
 
 /// Splits `phases` (one per op) into maximal runs of one phase; each run of a phase gets a share
 /// of `layers_per_phase` groups proportional to its length (at least one, at most one per op),
-/// split into equal-size groups. Pure.
-LayerGrid BuildLayers(const std::vector<Phase>& phases, double iteration_s,
+/// split into equal-size groups (by op count). `op_s`: each op's time (as many as `phases`). Pure.
+LayerGrid BuildLayers(const std::vector<Phase>& phases, const std::vector<double>& op_s,
                       std::uint32_t layers_per_phase);
 
 }  // namespace chameleon::policy

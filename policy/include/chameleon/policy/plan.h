@@ -58,6 +58,8 @@ struct Plan {
   std::uint64_t planning_limit_bytes = 0;
   std::uint64_t peak_before_bytes = 0;
   std::uint64_t predicted_peak_bytes = 0;
+  /// The compute time the plan is built on: the sum of OpSeconds (op_seconds.h), i.e. the
+  /// profile's iteration_s, or its ops' measured device times when it has them.
   double iteration_s = 0;
   /// The plan replayed on the executor's streams (docs/policy.md, "Predicted stall"): the compute
   /// stream's wait for swap-ins before their uses, and for memory whose swap-out is still

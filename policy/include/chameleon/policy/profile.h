@@ -1,8 +1,9 @@
 // The detailed profile of one iteration: the input of the policy generator.
 // Produced by the trace replayer (chameleon-replay --emit-profile), by the daemon's detailed mode
 // (chameleonctl dump-profile), and by tests. Its JSON form is documented in docs/profile-format.md
-// (profile_json.h reads and writes it). No per-op timing: like the paper's detailed profiler, only
-// the whole iteration is timed.
+// (profile_json.h reads and writes it). The whole iteration is timed (iteration_s); the daemon's
+// profiles also carry each op's measured device time, traces and older profiles do not
+// (op_seconds.h: what the planner makes of either).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@ struct ProfileOp {
   std::vector<std::uint32_t> reads;    ///< tensor indices read
   std::vector<std::uint32_t> writes;   ///< tensor indices written
   std::uint64_t bytes_live_after = 0;  ///< device bytes in use after this op
+  double device_s = 0;                 ///< measured device time of the op; 0 = not measured
 };
 
 /// One tensor (an allocation; in caching-allocator mode a segment). Its index in
