@@ -184,6 +184,20 @@ bool ClientSession::HandleRecord(const ipc::RecordView& record) {
       exclusions_.Report(targets.scan, {ids, targets.count}, &live_, recorder_.profile());
       return true;
     }
+    case ipc::RecordType::kOpTimes: {
+      ipc::OpTimesRecord times{};
+      if (!Load(record, &times)) break;
+      if (times.count > ipc::kMaxOpTimesPerRecord ||
+          sizeof(times) + times.count * sizeof(ipc::OpTime) > record.payload.size()) {
+        error_ = "op-times record lists more ops than it carries";
+        return false;
+      }
+      ipc::OpTime entries[ipc::kMaxOpTimesPerRecord];
+      std::memcpy(entries, record.payload.data() + sizeof(times),
+                  times.count * sizeof(ipc::OpTime));
+      recorder_.AddOpTimes({entries, times.count}, detailed);
+      return true;
+    }
     case ipc::RecordType::kSync:
     case ipc::RecordType::kPadding:
       return true;

@@ -76,6 +76,10 @@ void ProfileBuilder::AddFree(std::uint64_t id) {
   profile_.tensors[tensor].free_op = static_cast<std::int32_t>(profile_.ops.size()) - 1;
 }
 
+void ProfileBuilder::SetOpTime(std::uint32_t op, double seconds) {
+  if (op < profile_.ops.size() && seconds >= 0) profile_.ops[op].device_s = seconds;
+}
+
 void ProfileBuilder::AddMemInfo(std::uint64_t bytes_live) {
   if (!profile_.ops.empty()) profile_.ops.back().bytes_live_after = bytes_live;
 }

@@ -88,6 +88,12 @@ void ProfileRecorder::AddMemInfo(std::uint64_t bytes_live, bool detailed) {
   if (detailed && state_ == State::kCollecting) builder_.AddMemInfo(bytes_live);
 }
 
+void ProfileRecorder::AddOpTimes(std::span<const ipc::OpTime> times, bool detailed) {
+  if (!detailed || state_ != State::kCollecting) return;
+  for (const ipc::OpTime& t : times)
+    builder_.SetOpTime(t.op, static_cast<double>(t.device_ns) * 1e-9);
+}
+
 void ProfileRecorder::OnMark(std::uint64_t boundary) {
   if (state_ == State::kCollecting && builder_.ops() > 0) {
     // This mark closes the detailed iteration: it ran from the previous boundary to this one.
@@ -116,9 +122,12 @@ void ProfileRecorder::Finish(std::uint64_t boundary) {
           *names_, 0.0,
           "chameleond client " + std::to_string(who_.id) + " pid " + std::to_string(who_.pid)));
   spdlog::info(
-      "client {} (pid {}): detailed iteration recorded: {} ops, {} tensors (boundary {}); "
-      "waiting for the device time of a later iteration",
-      who_.id, who_.pid, profile->ops.size(), profile->tensors.size(), detail_boundary_);
+      "client {} (pid {}): detailed iteration recorded: {} ops ({} device-timed), {} tensors "
+      "(boundary {}); waiting for the device time of a later iteration",
+      who_.id, who_.pid, profile->ops.size(),
+      std::count_if(profile->ops.begin(), profile->ops.end(),
+                    [](const policy::ProfileOp& op) { return op.device_s > 0; }),
+      profile->tensors.size(), detail_boundary_);
   profile_ = std::move(profile);
   fresh_ = true;
   timed_ = false;

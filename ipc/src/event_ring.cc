@@ -31,6 +31,7 @@ constexpr std::size_t kMinPayload[] = {
     kIterationMarkV10Bytes,        // kIterationMark (1.0 fields; 1.1 appended two)
     sizeof(MemInfoRecord),         // kMemInfo
     sizeof(PointerTargetsRecord),  // kPointerTargets (+ ids, checked separately; layout 1.2)
+    sizeof(OpTimesRecord),         // kOpTimes (+ entries, checked separately; layout 1.8)
 };
 constexpr std::size_t kKnownTypes = sizeof(kMinPayload) / sizeof(kMinPayload[0]);
 
@@ -57,6 +58,13 @@ bool IsKnownType(RecordType type) {
     std::memcpy(&count, data + offsetof(PointerTargetsRecord, count), sizeof(count));
     if (count > kMaxPointerTargetsPerRecord ||
         bytes < sizeof(PointerTargetsRecord) + std::size_t{count} * sizeof(std::uint64_t)) {
+      return DrainError::kBadPayload;
+    }
+  } else if (type == RecordType::kOpTimes) {
+    std::uint32_t count;
+    std::memcpy(&count, data + offsetof(OpTimesRecord, count), sizeof(count));
+    if (count > kMaxOpTimesPerRecord ||
+        bytes < sizeof(OpTimesRecord) + std::size_t{count} * sizeof(OpTime)) {
       return DrainError::kBadPayload;
     }
   }

@@ -58,6 +58,7 @@ struct PendingOp {
   ExecOp exec;
   std::uint32_t token = 0;
   CUstream stream = nullptr;
+  std::uint64_t timer = 0;  ///< OpTimer handle (a detailed iteration times the op), 0 = none
 };
 
 /// A launch: the LaunchRecord (two words) followed by the tensor ids, so the ring gets one
@@ -176,6 +177,24 @@ Collector ScanExtra(const Runtime& rt, const KernelInfo* info, void** extra, Col
   return ExecutorBeforeOp(*op->ex, op->token, op->stream, states, n, &op->exec, extents);
 }
 
+/// Begin's last step: in a detailed iteration, the op's start event (after the executor's waits,
+/// which are not the op's time). One relaxed load otherwise.
+[[gnu::always_inline]] inline CUresult StartTimer(Runtime& rt, PendingOp* op, CUresult before) {
+  if (__builtin_expect(rt.telemetry.op_timer().armed(), 0) && before == CUDA_SUCCESS &&
+      !op->capture) {
+    op->timer = rt.telemetry.op_timer().Start(op->stream);
+  }
+  return before;
+}
+
+/// End's step after the push: the op's closing event (`detailed_op` from PushOp).
+[[gnu::always_inline]] inline void StopTimer(Runtime& rt, PendingOp* op,
+                                             std::uint32_t detailed_op) {
+  if (__builtin_expect(op->timer != 0, 0)) {
+    rt.telemetry.op_timer().Stop(op->timer, detailed_op, op->stream);
+  }
+}
+
 /// The executor's half of End (only called with the executor on, and only for an op that is an
 /// after-anchor of the policy in force or completes a boundary; ops.cc).
 std::uint64_t ExecAfterSlow(PendingOp* op, AllocationState* const* states, std::uint32_t n,
@@ -219,7 +238,7 @@ namespace chameleon::shim {
   }
   t->count = static_cast<std::uint16_t>(c.count);
   t->device = c.device;
-  return ExecBefore(t, t->states, c.count);
+  return StartTimer(rt, t, ExecBefore(t, t->states, c.count));
 }
 
 [[gnu::always_inline]] inline void EndLaunch(Runtime& rt, LaunchOp* t) {
@@ -234,9 +253,11 @@ namespace chameleon::shim {
     rec.device = t->device;
     rec.stream = reinterpret_cast<std::uint64_t>(t->stream);
     std::memcpy(t->words, &rec, sizeof(rec));
+    std::uint32_t detailed_op = OpTimer::kNotDetailed;
     boundary = rt.telemetry.PushOp(ipc::RecordType::kLaunch, rec.token, rec.device, t->words,
                                    sizeof(rec) + sizeof(std::uint64_t) * count, nullptr, 0,
-                                   t->capture, &hit, &t->exec.ticket);
+                                   t->capture, &hit, &t->exec.ticket, &detailed_op);
+    op_path::StopTimer(rt, t, detailed_op);
   }
   const std::uint64_t installed = op_path::ExecAfter(t, t->states, count, boundary);
   if (__builtin_expect(boundary, 0)) {

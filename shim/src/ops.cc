@@ -80,7 +80,7 @@ CUresult BeginGraphLaunch(Runtime& rt, CUstream stream, PendingOp* op) {
   if (!BeginCommon(rt, stream, op)) return CUDA_SUCCESS;
   op->token = ipc::kTokenGraphLaunch;
   // A graph's kernels are not visible here: no tensors (documented limit), but the op counts.
-  return ExecBefore(op, nullptr, 0);
+  return StartTimer(rt, op, ExecBefore(op, nullptr, 0));
 }
 
 void EndGraphLaunch(Runtime& rt, PendingOp* op) {
@@ -91,8 +91,10 @@ void EndGraphLaunch(Runtime& rt, PendingOp* op) {
     ipc::LaunchRecord rec{};
     rec.token = ipc::kTokenGraphLaunch;
     rec.stream = reinterpret_cast<std::uint64_t>(op->stream);
+    std::uint32_t detailed_op = OpTimer::kNotDetailed;
     boundary = rt.telemetry.PushOp(ipc::RecordType::kLaunch, rec.token, 0, &rec, sizeof(rec),
-                                   nullptr, 0, op->capture, &hit, &op->exec.ticket);
+                                   nullptr, 0, op->capture, &hit, &op->exec.ticket, &detailed_op);
+    StopTimer(rt, op, detailed_op);
   }
   const std::uint64_t installed = ExecAfter(op, nullptr, 0, boundary);
   if (boundary) FinishBoundary(rt, hit, installed, op->ex, op->stream, op->capture);
@@ -128,7 +130,7 @@ CUresult BeginCopy(Runtime& rt, std::uint32_t token, std::uint64_t src, std::uin
     extents[op->count] = {dst, bytes};
     op->states[op->count++] = d.state;
   }
-  return ExecBefore(op, op->states, op->count, extents);
+  return StartTimer(rt, op, ExecBefore(op, op->states, op->count, extents));
 }
 
 CUresult BeginMemset(Runtime& rt, std::uint64_t dst, std::uint64_t bytes, CUstream stream,
@@ -145,7 +147,7 @@ CUresult BeginMemset(Runtime& rt, std::uint64_t dst, std::uint64_t bytes, CUstre
   rec.bytes = bytes;
   if (h.id != 0) op->states[op->count++] = h.state;
   const OpExtent extent{dst, bytes};
-  return ExecBefore(op, op->states, op->count, &extent);
+  return StartTimer(rt, op, ExecBefore(op, op->states, op->count, &extent));
 }
 
 void EndCopy(Runtime& rt, CopyOp* op) {
@@ -157,8 +159,10 @@ void EndCopy(Runtime& rt, CopyOp* op) {
     const void* rec = copy ? static_cast<const void*>(&op->copy) : &op->memset_rec;
     const std::size_t size = copy ? sizeof(op->copy) : sizeof(op->memset_rec);
     const std::uint16_t device = copy ? op->copy.device : op->memset_rec.device;
+    std::uint32_t detailed_op = OpTimer::kNotDetailed;
     boundary = rt.telemetry.PushOp(op->type, op->token, device, rec, size, nullptr, 0, op->capture,
-                                   &hit, &op->exec.ticket);
+                                   &hit, &op->exec.ticket, &detailed_op);
+    StopTimer(rt, op, detailed_op);
   }
   const std::uint64_t installed = ExecAfter(op, op->states, op->count, boundary);
   if (boundary) FinishBoundary(rt, hit, installed, op->ex, op->stream, op->capture);

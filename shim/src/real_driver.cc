@@ -44,6 +44,7 @@ void ResolveAux(DlsymFn lookup, void* h, DriverAux* aux) {
   Resolve(lookup, h, "cuEventCreate", &aux->event_create);
   Resolve(lookup, h, "cuEventRecord", &aux->event_record);
   Resolve(lookup, h, "cuEventQuery", &aux->event_query);
+  Resolve(lookup, h, "cuEventSynchronize", &aux->event_synchronize);
   Resolve(lookup, h, "cuEventElapsedTime_v2", &aux->event_elapsed_time);
   if (aux->event_elapsed_time == nullptr) {
     Resolve(lookup, h, "cuEventElapsedTime", &aux->event_elapsed_time);

@@ -28,6 +28,7 @@ struct DriverAux {
   CUresult (*event_record)(CUevent, CUstream) = nullptr;
   CUresult (*event_query)(CUevent) = nullptr;
   CUresult (*event_elapsed_time)(float*, CUevent, CUevent) = nullptr;
+  CUresult (*event_synchronize)(CUevent) = nullptr;
 };
 
 struct RealDriver {

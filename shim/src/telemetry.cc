@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -105,7 +106,8 @@ inline bool Telemetry::PushOpRecordLocked(ipc::RecordType type, std::uint16_t fl
 bool Telemetry::PushOp(ipc::RecordType type, std::uint32_t token, std::uint16_t device,
                        const void* head, std::size_t head_bytes, const void* tail,
                        std::size_t tail_bytes, bool capture, BoundaryHit* hit,
-                       swap::OccurrenceTicket* ticket) {
+                       swap::OccurrenceTicket* ticket, std::uint32_t* detailed_op) {
+  *detailed_op = OpTimer::kNotDetailed;
   if (!lock_.TryLockBounded()) {
     if (!attaching_.load(std::memory_order_relaxed)) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -115,12 +117,16 @@ bool Telemetry::PushOp(ipc::RecordType type, std::uint32_t token, std::uint16_t 
   }
   const std::uint16_t flags = static_cast<std::uint16_t>((detailed_ ? ipc::kFlagDetailed : 0) |
                                                          (capture ? ipc::kFlagCapture : 0));
-  if (PushOpRecordLocked(type, flags, head, head_bytes, tail, tail_bytes) && !capture &&
-      __builtin_expect(detailed_, 0) && device_live_ != nullptr) {
-    ipc::MemInfoRecord info{};
-    info.device = device;
-    info.bytes_live = device_live_[device < 64 ? device : 0].load(std::memory_order_relaxed);
-    PushLocked(ipc::RecordType::kMemInfo, ipc::kFlagDetailed, &info, sizeof(info), nullptr, 0);
+  const bool pushed = PushOpRecordLocked(type, flags, head, head_bytes, tail, tail_bytes);
+  if (__builtin_expect(detailed_, 0) && pushed) {
+    // The daemon's profile numbers the detailed op records in ring order, capture ones included.
+    *detailed_op = detailed_ops_++;
+    if (!capture && device_live_ != nullptr) {
+      ipc::MemInfoRecord info{};
+      info.device = device;
+      info.bytes_live = device_live_[device < 64 ? device : 0].load(std::memory_order_relaxed);
+      PushLocked(ipc::RecordType::kMemInfo, ipc::kFlagDetailed, &info, sizeof(info), nullptr, 0);
+    }
   }
   bool boundary = false;
   if (!capture) {
@@ -164,11 +170,15 @@ BoundaryHit Telemetry::StepIteration(std::uint32_t /*token*/) {
     detail_done_.store(detailed_seq_, std::memory_order_relaxed);
     if (header_ != nullptr)
       header_->detail_done_seq.store(detailed_seq_, std::memory_order_release);
+    op_timer_.Close();
+    hit.detail_ended = true;
   }
   const std::uint32_t requested = detail_requested_.load(std::memory_order_relaxed);
   if (requested != 0 && requested > detail_done_.load(std::memory_order_relaxed)) {
     detailed_ = true;
     detailed_seq_ = requested;
+    detailed_ops_ = 0;
+    op_timer_.Open();
   }
   return hit;
 }
@@ -225,7 +235,24 @@ TimedInterval Telemetry::NewestCompletedLocked(std::uint64_t boundary) {
   return {};
 }
 
+void Telemetry::PushOpTimes() {
+  // Waits for the device to run the iteration's last ops: once per detailed iteration.
+  const std::vector<ipc::OpTime> times = op_timer_.Collect();
+  std::size_t at = 0;
+  lock_.Lock();
+  while (at < times.size()) {
+    const std::size_t n = std::min(times.size() - at, ipc::kMaxOpTimesPerRecord);
+    ipc::OpTimesRecord rec{};
+    rec.count = static_cast<std::uint32_t>(n);
+    PushLocked(ipc::RecordType::kOpTimes, ipc::kFlagDetailed, &rec, sizeof(rec), times.data() + at,
+               n * sizeof(ipc::OpTime));
+    at += n;
+  }
+  lock_.Unlock();
+}
+
 void Telemetry::FinishBoundary(const BoundaryHit& hit, CUstream stream, bool stream_capturing) {
+  if (hit.detail_ended && !stream_capturing) PushOpTimes();
   ipc::IterationMarkRecord mark{};
   mark.iteration = hit.iteration;
   mark.host_time_ns = MonotonicNs();
@@ -250,6 +277,7 @@ void Telemetry::Detach() {
   ring_valid_ = false;
   header_ = nullptr;
   detailed_ = false;
+  op_timer_.Close();
   lock_.Unlock();
 }
 
@@ -277,6 +305,7 @@ void Telemetry::ResetForChild() {
   staging_records_ = 0;
   header_ = nullptr;
   detailed_ = false;
+  op_timer_.ResetForChild();
   iteration_ = 0;
   ops_in_iteration_ = 0;
   last_iteration_ops_ = 0;

@@ -24,6 +24,7 @@
 #include "chameleon/ipc/event_ring.h"
 #include "chameleon/ipc/segment_layout.h"
 #include "iteration_matcher.h"
+#include "op_timer.h"
 #include "real_driver.h"
 #include "spin_lock.h"
 #include "swap/occurrence_counter.h"
@@ -41,6 +42,8 @@ struct BoundaryHit {
   /// The executor's cumulative measured waits at the boundary (ExecutorWaitNs), if measured.
   std::uint64_t executor_wait_ns = 0;
   bool executor_wait_measured = false;
+  /// The boundary ended a detailed iteration: its op times go out before the mark.
+  bool detail_ended = false;
 };
 
 /// A device-timed interval between two boundary events.
@@ -61,14 +64,15 @@ class Telemetry {
   /// while their stream captures a graph: flagged, and not counted towards iterations. True when
   /// the op completed an iteration boundary: `*hit` is then filled (and left alone otherwise).
   /// `*ticket`: the op's ring-order occurrence when an occurrence counter is set and the op was
-  /// counted towards its iteration (invalid otherwise).
+  /// counted towards its iteration (invalid otherwise). `*detailed_op`: the op's ordinal among
+  /// the detailed iteration's op records (OpTimer::kNotDetailed when it is not one).
   bool PushOp(ipc::RecordType type, std::uint32_t token, std::uint16_t device, const void* head,
               std::size_t head_bytes, const void* tail, std::size_t tail_bytes, bool capture,
-              BoundaryHit* hit, swap::OccurrenceTicket* ticket);
+              BoundaryHit* hit, swap::OccurrenceTicket* ticket, std::uint32_t* detailed_op);
   /// Events: never dropped for lock contention (only for a full ring).
   void PushEvent(ipc::RecordType type, const void* payload, std::size_t bytes);
   /// Called by the thread that got `hit`: records the boundary event on `stream`, then pushes the
-  /// IterationMark.
+  /// ended detailed iteration's op times (hit.detail_ended) and the IterationMark.
   void FinishBoundary(const BoundaryHit& hit, CUstream stream, bool stream_capturing);
 
   /// Attaches a ring (daemon connected) and runs `announce` under the ring lock before records
@@ -136,9 +140,13 @@ class Telemetry {
   void Configure(const DriverAux* aux, const std::atomic<std::uint64_t>* device_live,
                  bool log_seqchange) {
     aux_ = aux;
+    op_timer_.Configure(aux);
     device_live_ = device_live;
     log_seqchange_ = log_seqchange;
   }
+
+  /// Times the ops of detailed iterations (the op paths call Start and Stop around each op).
+  OpTimer& op_timer() { return op_timer_; }
 
   /// Producer counters (copied into the segment header by the client thread).
   std::uint64_t written() const { return written_.load(std::memory_order_relaxed); }
@@ -178,6 +186,8 @@ class Telemetry {
   BoundaryHit StepIteration(std::uint32_t token);
   TimedInterval BoundaryDeviceTime(const BoundaryHit& hit, CUstream stream, bool capturing);
   TimedInterval NewestCompletedLocked(std::uint64_t boundary);
+  /// The detailed iteration that just ended: its ops' times as kOpTimes records.
+  void PushOpTimes();
 
   std::atomic<bool> active_{false};
   std::atomic<bool> attaching_{false};  // Attach holds lock_ (ops wait rather than drop)
@@ -201,6 +211,7 @@ class Telemetry {
   bool staging_on_ = false;  // records go to staging_ (false again once it overflowed)
   bool detailed_ = false;
   std::uint32_t detailed_seq_ = 0;
+  std::uint32_t detailed_ops_ = 0;  // op records pushed in the detailed iteration so far
   // --- written under lock_, read anywhere ---
   std::atomic<std::uint64_t> written_{0};
   std::atomic<std::uint64_t> dropped_{0};
@@ -222,6 +233,7 @@ class Telemetry {
   // --- configuration ---
   const DriverAux* aux_ = nullptr;
   const std::atomic<std::uint64_t>* device_live_ = nullptr;
+  OpTimer op_timer_;
   bool log_seqchange_ = false;
 };
 

@@ -258,6 +258,17 @@ TEST_F(TrainerTest, ResNetReplayDetailedProfileIsTheWholeIteration) {
   std::sort(times.begin(), times.end());
   const double median = times[times.size() / 2];
   EXPECT_NEAR(profile["iteration_s"].get<double>(), median, 0.2 * median);
+  // Each op's device time (the shim's events around it): the replay's kernels take the trace's
+  // times, and without a limit nothing else runs on the device, so they add up to the iteration.
+  std::size_t timed = 0;
+  double sum = 0;
+  for (const auto& op : profile["ops"]) {
+    if (!op.contains("device_s")) continue;
+    ++timed;
+    sum += op["device_s"].get<double>();
+  }
+  EXPECT_GE(timed, 99 * period / 100);
+  EXPECT_NEAR(sum, median, 0.2 * median);
 }
 
 // Enough GEN_POLICY steps to measure several candidates: each needs the shim to apply it (its

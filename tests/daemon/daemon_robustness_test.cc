@@ -147,6 +147,19 @@ TEST_F(RobustnessTest, RecordTooShortForItsTypeDisconnects) {
   EXPECT_EQ(BadInput("bad_record"), 1u);
 }
 
+TEST_F(RobustnessTest, OpTimesClaimingMoreEntriesThanTheyCarryDisconnect) {
+  StartDaemon();
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  auto producer = client->segment().ring_producer();
+  // Count 5, one entry (op 0, 1 µs): the ring refuses it as a bad payload.
+  const std::uint32_t bad[4] = {5, 0, 0, 1000};
+  ASSERT_EQ(producer.Push(ipc::RecordType::kOpTimes, ipc::kFlagDetailed, bad, sizeof(bad)),
+            ipc::PushResult::kOk);
+  ASSERT_TRUE(WaitFor([&] { return daemon_->clients() == 0; }));
+  EXPECT_EQ(BadInput("bad_record"), 1u);
+}
+
 TEST_F(RobustnessTest, RecordOfAnUnknownTypeIsSkippedAndCountedNotFatal) {
   StartDaemon();
   auto client = Connect();

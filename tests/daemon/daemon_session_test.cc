@@ -97,6 +97,9 @@ TEST_F(SessionTest, DetailedIterationBecomesAProfileAndCandidatePolicies) {
   // iteration end marked with its device time.
   ASSERT_TRUE(client->Mark(6, 1'000'000, 0));
   PushDetailedStep(*client, spec, 6);
+  // The shim's op times for the first and the last op, before the closing mark.
+  const auto last_op = static_cast<std::uint32_t>(StepOps(spec, 6).size() - 1);
+  ASSERT_TRUE(client->OpTimes({{0, 300'000}, {last_op, 50'000}}));
   ASSERT_TRUE(client->Mark(7, 2'000'000, StepOps(spec, 6).size()));
   client->header()->detail_done_seq.store(client->header()->detail_request_seq.load());
   PushSteps(*client, spec, 7, 8);
@@ -110,6 +113,9 @@ TEST_F(SessionTest, DetailedIterationBecomesAProfileAndCandidatePolicies) {
   const auto dump = Control({{"command", "dump-profile"}, {"id", client->id()}});
   ASSERT_TRUE(dump["ok"].get<bool>()) << dump.dump();
   EXPECT_EQ(dump["profile"]["ops"].size(), StepOps(spec, 6).size());
+  EXPECT_DOUBLE_EQ(dump["profile"]["ops"][0]["device_s"].get<double>(), 300e-6);
+  EXPECT_DOUBLE_EQ(dump["profile"]["ops"][last_op]["device_s"].get<double>(), 50e-6);
+  EXPECT_FALSE(dump["profile"]["ops"][1].contains("device_s"));  // not measured
   // One candidate per GEN_POLICY step, each published as a new generation.
   for (int step = 8; step < 14; ++step) {
     const auto before = Describe(client->id())["policy"]["candidates"].size();

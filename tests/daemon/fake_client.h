@@ -163,6 +163,13 @@ class FakeClient {
     return Count(ring_.Push2(ipc::RecordType::kPointerTargets, 0, &head, sizeof(head), ids.data(),
                              ids.size() * sizeof(std::uint64_t)));
   }
+  /// The device times of detailed ops (layout 1.8), sent before the mark that closes the
+  /// detailed iteration.
+  bool OpTimes(const std::vector<ipc::OpTime>& times) {
+    ipc::OpTimesRecord head{static_cast<std::uint32_t>(times.size()), 0};
+    return Count(ring_.Push2(ipc::RecordType::kOpTimes, ipc::kFlagDetailed, &head, sizeof(head),
+                             times.data(), times.size() * sizeof(ipc::OpTime)));
+  }
   /// Records pushed so far (what the daemon should eventually have drained).
   std::uint64_t pushed() const { return pushed_; }
 

@@ -68,6 +68,30 @@ TEST_F(ProfileRecorderTest, TheClosingMarkMakesAnUntimedProfile) {
   EXPECT_EQ(recorder_->profile()->source, "chameleond client 3 pid 1234");
 }
 
+TEST_F(ProfileRecorderTest, OpTimesSentBeforeTheClosingMarkTimeTheProfilesOps) {
+  recorder_->Restart();
+  CollectTwoOps();
+  // Op 1 measured, op 0 not; an entry past the iteration's ops (untrusted) changes nothing.
+  const ipc::OpTime times[] = {{1, 250'000}, {7, 1'000'000}};
+  recorder_->AddOpTimes(times, /*detailed=*/false);  // not of the detailed iteration: ignored
+  ASSERT_EQ(recorder_->state(), ProfileRecorder::State::kCollecting);
+  recorder_->OnMark(5);
+  ASSERT_NE(recorder_->profile(), nullptr);
+  EXPECT_EQ(recorder_->profile()->ops[1].device_s, 0.0);
+
+  recorder_->Restart();
+  CollectTwoOps();
+  recorder_->AddOpTimes(times, /*detailed=*/true);
+  recorder_->OnMark(7);
+  ASSERT_NE(recorder_->profile(), nullptr);
+  ASSERT_EQ(recorder_->profile()->ops.size(), 2u);
+  EXPECT_EQ(recorder_->profile()->ops[0].device_s, 0.0);
+  EXPECT_DOUBLE_EQ(recorder_->profile()->ops[1].device_s, 250e-6);
+  // Timing the profile later keeps the op times.
+  recorder_->Time(0.01, "device");
+  EXPECT_DOUBLE_EQ(recorder_->profile()->ops[1].device_s, 250e-6);
+}
+
 TEST_F(ProfileRecorderTest, AnOpOutsideTheDetailedIterationAlsoEndsIt) {
   recorder_->Restart();
   CollectTwoOps();

@@ -204,8 +204,9 @@ TEST_F(RingCorruptionTest, ShouldSkipAndCountWellFramedRecordsOfUnknownTypes) {
   ASSERT_EQ(testing::PushLaunch(&producer, 1), PushResult::kOk);
   ASSERT_EQ(producer.Push(static_cast<RecordType>(200), 0, future, sizeof(future)),
             PushResult::kOk);
-  // The first number no layout knows yet (9 became kPointerTargets in layout 1.2).
-  ASSERT_EQ(producer.Push(static_cast<RecordType>(10), 0, future, 3), PushResult::kOk);
+  // The first number no layout knows yet (9 became kPointerTargets in layout 1.2, 10 kOpTimes
+  // in 1.8).
+  ASSERT_EQ(producer.Push(static_cast<RecordType>(11), 0, future, 3), PushResult::kOk);
   ASSERT_EQ(testing::PushLaunch(&producer, 2), PushResult::kOk);
   EventRingConsumer consumer = segment_.ring_consumer();
   std::vector<RecordType> types;

@@ -236,5 +236,18 @@ TEST(ValidateRecordTest, ShouldCheckThePointerTargetsCountAgainstItsIds) {
   EXPECT_EQ(ValidateRecord(RecordType::kPointerTargets, {bytes, 16}), DrainError::kNone);
 }
 
+TEST(ValidateRecordTest, ShouldCheckTheOpTimesCountAgainstItsEntries) {
+  std::uint8_t bytes[8 + 8 * (kMaxOpTimesPerRecord + 1)] = {};
+  OpTimesRecord times{2, 0};
+  std::memcpy(bytes, &times, sizeof(times));
+  EXPECT_EQ(ValidateRecord(RecordType::kOpTimes, {bytes, 8 + 16}), DrainError::kNone);
+  EXPECT_EQ(ValidateRecord(RecordType::kOpTimes, {bytes, 8 + 8}),
+            DrainError::kBadPayload);  // claims 2 entries, carries 1
+  EXPECT_EQ(ValidateRecord(RecordType::kOpTimes, {bytes, 7}), DrainError::kBadPayload);
+  times.count = kMaxOpTimesPerRecord + 1;
+  std::memcpy(bytes, &times, sizeof(times));
+  EXPECT_EQ(ValidateRecord(RecordType::kOpTimes, {bytes, sizeof(bytes)}), DrainError::kBadPayload);
+}
+
 }  // namespace
 }  // namespace chameleon::ipc

@@ -66,8 +66,9 @@ class TelemetryOccurrenceTest : public ::testing::Test {
     p.id = id;
     p.token = token;
     BoundaryHit hit;
+    std::uint32_t detailed_op = 0;
     p.boundary = telemetry_.PushOp(ipc::RecordType::kLaunch, token, 0, &record, sizeof(record),
-                                   nullptr, 0, /*capture=*/false, &hit, &p.ticket);
+                                   nullptr, 0, /*capture=*/false, &hit, &p.ticket, &detailed_op);
     return p;
   }
 

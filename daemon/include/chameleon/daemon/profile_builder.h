@@ -32,6 +32,9 @@ class ProfileBuilder {
   void AddAlloc(std::uint64_t id, std::uint64_t bytes, bool swappable, std::uint16_t device = 0);
   void AddFree(std::uint64_t id);
   void AddMemInfo(std::uint64_t bytes_live);
+  /// The measured device time of op `op` (its index among the ops added so far); an index past
+  /// them (an untrusted record) is ignored.
+  void SetOpTime(std::uint32_t op, double seconds);
   std::size_t ops() const { return profile_.ops.size(); }
   /// Completes the profile: names ops from `names` and stamps the iteration time.
   policy::Profile Finish(const std::unordered_map<std::uint32_t, std::string>& names,

@@ -18,6 +18,7 @@
 
 #include "chameleon/daemon/client_identity.h"
 #include "chameleon/daemon/profile_builder.h"
+#include "chameleon/ipc/event_records.h"
 #include "chameleon/ipc/segment_layout.h"
 #include "chameleon/policy/profile.h"
 
@@ -58,6 +59,8 @@ class ProfileRecorder {
                 bool detailed);
   void AddFree(std::uint64_t id, bool detailed);
   void AddMemInfo(std::uint64_t bytes_live, bool detailed);
+  /// Device times of the detailed iteration's ops (kOpTimes), sent before the mark that closes it.
+  void AddOpTimes(std::span<const ipc::OpTime> times, bool detailed);
   /// A mark at boundary `boundary`: it closes the detailed iteration being collected.
   void OnMark(std::uint64_t boundary);
 

@@ -18,8 +18,8 @@ inline constexpr std::uint16_t kLayoutMajor = 1;
 /// 1.1: slot 7 executor detail; 1.2: RecordType::kPointerTargets; 1.3: node-placement fields of
 /// slot 6 (reclaim_request_bytes, peer_held_bytes, leases_applied_generation); 1.4: slot 6's
 /// own_limit_bytes; 1.5: slot 6's executor_device; 1.6: slot 7's device_peak_bytes; 1.7: the
-/// IterationMark's executor_wait_ns (RecordFlag kFlagExecutorWait).
-inline constexpr std::uint16_t kLayoutMinor = 7;
+/// IterationMark's executor_wait_ns (RecordFlag kFlagExecutorWait); 1.8: RecordType::kOpTimes.
+inline constexpr std::uint16_t kLayoutMinor = 8;
 
 /// Socket protocol version (independent of the segment layout).
 inline constexpr std::uint16_t kProtocolMajor = 1;

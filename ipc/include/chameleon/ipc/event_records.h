@@ -4,7 +4,8 @@
 // Who stamps time: nothing per op in lightweight mode (a clock read per launch would cost more
 // than the rest of the hot path). IterationMark records carry the host CLOCK_MONOTONIC time and
 // the device time of the finished iteration measured with CUDA events (virtual time on simgpu).
-// Records written during a detailed iteration carry RecordFlag kFlagDetailed.
+// Records written during a detailed iteration carry RecordFlag kFlagDetailed; its ops are timed
+// with CUDA events around each one (kOpTimes, sent when it ends).
 #pragma once
 
 #include <cstddef>
@@ -24,6 +25,7 @@ enum class RecordType : std::uint16_t {
   kIterationMark = 7,   ///< the shim saw the boundary signature the daemon sent
   kMemInfo = 8,         ///< memory in use after an op (detailed mode only)
   kPointerTargets = 9,  ///< allocations a pointer-table scan found pointed to (layout 1.2)
+  kOpTimes = 10,        ///< device time of ops of the detailed iteration (layout 1.8)
 };
 
 enum RecordFlag : std::uint16_t {
@@ -199,6 +201,27 @@ static_assert(sizeof(PointerTargetsRecord) == 16);
 static_assert(offsetof(PointerTargetsRecord, scan) == 8);
 /// Ids per PointerTargets record at most (its payload stays far below kMaxRecordBytes).
 inline constexpr std::size_t kMaxPointerTargetsPerRecord = 256;
+
+/// kOpTimes (layout 1.8; an older daemon skips it as an unknown type): the device time of ops of
+/// the detailed iteration that just ended, measured with a CUDA event before each op (after the
+/// swap executor's waits) and one after it, on the op's stream. Written with kFlagDetailed after
+/// the iteration's last op and before the IterationMark that closes it, so the daemon has them
+/// when it builds the profile (docs/detection.md, "Per-op device time"). `op` counts the
+/// iteration's detailed op records in ring order from 0; ops without an entry (graph capture,
+/// another thread's op still in flight, more ops than the shim times) were not measured.
+struct OpTimesRecord {
+  std::uint32_t count;
+  std::uint32_t reserved;
+  // OpTime entries[count];
+};
+static_assert(sizeof(OpTimesRecord) == 8);
+struct OpTime {
+  std::uint32_t op;
+  std::uint32_t device_ns;  ///< saturated at 2^32 - 1 (4.29 s)
+};
+static_assert(sizeof(OpTime) == 8 && offsetof(OpTime, device_ns) == 4);
+/// Entries per OpTimes record at most (2 KiB of payload, below kMaxRecordBytes).
+inline constexpr std::size_t kMaxOpTimesPerRecord = 256;
 
 static_assert(std::is_trivially_copyable_v<LaunchRecord> &&
               std::is_trivially_copyable_v<AllocRecord>);
