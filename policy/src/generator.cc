@@ -94,8 +94,11 @@ GenerateResult GeneratePlan(const Profile& profile, const GeneratorOptions& opti
   planning.device_limit_bytes = options.device_limit_bytes - options.reserve_bytes;
   plan.planning_limit_bytes = planning.device_limit_bytes;
   const std::vector<double> op_s = OpSeconds(profile);
-  plan.iteration_s = 0;
-  for (const double s : op_s) plan.iteration_s += s;
+  plan.iteration_s = profile.iteration_s;  // exactly, where every op has the uniform share
+  if (HasOpTimes(profile)) {
+    plan.iteration_s = 0;
+    for (const double s : op_s) plan.iteration_s += s;
+  }
   plan.phases = DetectPhases(profile);
   plan.grid = BuildLayers(plan.phases, op_s, LayersPerPhase(profile, options));
   plan.memory_before = ReplayMemory(profile, options.chunk_bytes, options.min_swap_bytes);
