@@ -289,9 +289,11 @@ TEST_F(RobustnessTest, ThousandShortLivedClientsLeaveNoLeaksAndBoundedSeries) {
   // A per-client leak would show as ~1,000 more descriptors. The baseline itself may still hold
   // the warm client's socket while the loop finishes closing it (seen under TSan), so the count
   // may end lower than the baseline, never higher. Likewise the warm client's segment mapping
-  // (seen under TSan: 1 at the baseline, 0 at the end).
+  // (seen under TSan: 1 at the baseline, 0 at the end). And the last client's mapping may
+  // outlive the client count by a moment (seen under TSan: 1 against a baseline of 0).
   EXPECT_TRUE(WaitFor([&] { return CountFds() <= fds; })) << CountFds() << " > " << fds;
-  EXPECT_LE(CountSegmentMappings(), maps);
+  EXPECT_TRUE(WaitFor([&] { return CountSegmentMappings() <= maps; }))
+      << CountSegmentMappings() << " > " << maps;
   const std::string text = Control({{"command", "metrics"}})["text"];
   // One client at a time used slot 0 again and again: one series per family.
   EXPECT_EQ(CountSeries(text, "chameleon_client_stage"), 1);
