@@ -10,12 +10,14 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "chameleon/simgpu/control.h"
 #include "chameleon/simgpu/module_image.h"
@@ -97,9 +99,24 @@ inline const ModuleImage kImage{chameleon::simgpu::kModuleImageMagic,
                                 chameleon::simgpu::kModuleImageVersion,
                                 sizeof(kKernels) / sizeof(kKernels[0]), 0, kKernels};
 
-/// A temp file path private to this process (tests run in parallel processes).
+/// The files UniqueTempPath named, removed when the test process exits (simgpu reads them at
+/// cuInit, during the test; left behind, every run added a few hundred to /tmp).
+struct TempFiles {
+  std::vector<std::string> paths;
+  ~TempFiles() {
+    for (const std::string& path : paths) std::remove(path.c_str());
+  }
+};
+inline TempFiles& RegisteredTempFiles() {
+  static TempFiles files;
+  return files;
+}
+
+/// A temp file path private to this process (tests run in parallel processes), removed at exit.
 inline std::string UniqueTempPath(const std::string& stem) {
-  return ::testing::TempDir() + "/" + stem + "_" + std::to_string(getpid()) + ".yaml";
+  std::string path = ::testing::TempDir() + "/" + stem + "_" + std::to_string(getpid()) + ".yaml";
+  RegisteredTempFiles().paths.push_back(path);
+  return path;
 }
 
 #define ASSERT_CU(expr) ASSERT_EQ((expr), CUDA_SUCCESS) << #expr
