@@ -86,7 +86,8 @@ Link* NumaLink(int from, int to) {
   Driver* d = TheDriver();
   if (from == to || from < 0 || to < 0 || from >= d->numa_count || to >= d->numa_count)
     return nullptr;
-  return &d->numa_links[static_cast<std::size_t>(from * d->numa_count + to)];
+  return &d->numa_links[static_cast<std::size_t>(from) * static_cast<std::size_t>(d->numa_count) +
+                        static_cast<std::size_t>(to)];
 }
 
 void AddPinned(std::uint64_t bytes) {

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -100,9 +101,7 @@ int PrintPipeline(const chameleon::policy::PipelineBoundInput& in) {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Run(int argc, char** argv) {
   CLI::App app{"chameleon-bound: the transfer bound T_b of one workload at one device limit"};
   chameleon::policy::TransferBoundInput in;
   std::uint64_t out_bw = 0, in_bw = 0;
@@ -190,4 +189,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   return 0;
+}
+
+}  // namespace
+
+// What escapes Run (std::bad_alloc, a library's exception) ends the tool with a message and
+// status 1, not std::terminate's abort.
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "chameleon-bound: %s\n", e.what());
+    return 1;
+  }
 }

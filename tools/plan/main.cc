@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <iostream>
 
@@ -37,9 +38,7 @@ std::string CommandLine(int argc, char** argv) {
   return out;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Run(int argc, char** argv) {
   CLI::App app{"chameleon-plan: pipeline placement, recomputation and DRAM lending on a wafer"};
   std::string model_name, topology_name = "wafer:config1", svg_path;
   std::uint64_t seed = 1;
@@ -79,4 +78,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+// What escapes Run (std::bad_alloc, a library's exception) ends the tool with a message and
+// status 1, not std::terminate's abort.
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "chameleon-plan: %s\n", e.what());
+    return 1;
+  }
 }

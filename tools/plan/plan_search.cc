@@ -149,6 +149,7 @@ PlanGenome MegatronBaseline(const PlanEvaluator& ev) {
   std::vector<topology::Helper> helpers;
   ev.SendersAndHelpers(ev.DieDemand(g), senders, helpers);
   std::vector<std::uint64_t> spare;
+  spare.reserve(helpers.size());
   for (const auto& h : helpers) spare.push_back(h.bytes);
   for (int s = 0; s < static_cast<int>(senders.size()); ++s) {
     std::uint64_t need = senders[s].bytes;

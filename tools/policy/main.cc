@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -59,9 +60,7 @@ nlohmann::json Summary(const policy::GenerateResult& r) {
   return j;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Run(int argc, char** argv) {
   CLI::App app{"chameleon-policy: the swap plan the daemon would generate for one profile"};
   std::string profile_path, csv_path, timeline_path;
   policy::GeneratorOptions options;
@@ -147,5 +146,18 @@ int main(int argc, char** argv) {
       return 1;
     default:
       return 2;
+  }
+}
+
+}  // namespace
+
+// What escapes Run (std::bad_alloc, a library's exception) ends the tool with a message and
+// status 1, not std::terminate's abort.
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "chameleon-policy: %s\n", e.what());
+    return 1;
   }
 }

@@ -70,6 +70,7 @@ bool PinnedHostBuffer::TryVmm(int node, const std::vector<CUdevice>& devices) {
   bool ok = driver_.cuMemCreate(&h, mapped_bytes_, &prop, 0) == CUDA_SUCCESS;
   bool mapped = ok && driver_.cuMemMap(va, mapped_bytes_, 0, h, 0) == CUDA_SUCCESS;
   std::vector<CUmemAccessDesc> access;
+  access.reserve(devices.size());
   for (CUdevice d : devices)
     access.push_back({{CU_MEM_LOCATION_TYPE_DEVICE, d}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE});
   ok = mapped &&

@@ -32,6 +32,7 @@ std::vector<const HostLinkFigure*> LocalRows(const ProbeFigures& f) {
 
 double MedianOf(const std::vector<const HostLinkFigure*>& rows, double HostLinkFigure::*field) {
   std::vector<double> v;
+  v.reserve(rows.size());
   for (const auto* r : rows) v.push_back(r->*field);
   return SpreadOf(v).median;
 }

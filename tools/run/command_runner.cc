@@ -39,6 +39,7 @@ void BlockForwardedSignals() {
 
 int RunCommand(const std::vector<std::string>& command) {
   std::vector<char*> argv;
+  argv.reserve(command.size() + 1);
   for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   InstallForwarding();  // before fork: exec resets caught signals to their defaults in the child

@@ -4,6 +4,7 @@
 // the command's lifetime, says on stderr where the metrics are, exits with the command's status.
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 
 #include "chameleon/control/control_client.h"
@@ -57,9 +58,7 @@ int Fail(const std::string& message, int code) {
   return code;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Run(int argc, char** argv) {
   const auto parsed = chameleon::run::ParseRunOptions(argc, argv);
   if (parsed.options.help) {
     std::fputs(chameleon::run::RunUsage(), stdout);
@@ -103,4 +102,17 @@ int main(int argc, char** argv) {
   const int rc = chameleon::run::RunCommand(opt.command);
   private_daemon.Stop();
   return rc;
+}
+
+}  // namespace
+
+// What escapes Run (std::bad_alloc, a library's exception) ends the tool with a message and
+// status 1, not std::terminate's abort.
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "chameleon-run: %s\n", e.what());
+    return 1;
+  }
 }

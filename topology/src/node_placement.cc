@@ -46,6 +46,7 @@ std::string Validate(const Topology& topo, const std::vector<SwapDemand>& demand
 
 std::vector<Sender> Senders(const std::vector<SwapDemand>& demands) {
   std::vector<Sender> senders;
+  senders.reserve(demands.size());
   for (const SwapDemand& d : demands) senders.push_back(Sender{d.place, d.bytes});
   return senders;
 }

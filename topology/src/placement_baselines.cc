@@ -75,6 +75,7 @@ std::optional<std::vector<Grant>> Draw(const std::vector<SwapDemand>& demands,
                                        const std::vector<Helper>& helpers, std::uint64_t quantum,
                                        Rng& rng) {
   std::vector<std::uint64_t> free;
+  free.reserve(helpers.size());
   for (const Helper& h : helpers) free.push_back(h.bytes / quantum);
   std::vector<Grant> grants;
   std::vector<int> open;

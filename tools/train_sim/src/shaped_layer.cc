@@ -6,7 +6,6 @@
 namespace chameleon::train_sim {
 
 using namespace detail;
-using cost::Cost;
 
 namespace {
 

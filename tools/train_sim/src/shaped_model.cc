@@ -14,7 +14,6 @@ namespace {
 
 constexpr std::uint32_t kInitTag = 0x40000000u;  // | parameter index
 constexpr std::uint32_t kAdamTag = 0x20000000u;  // | parameter index
-constexpr std::size_t kLossBytes = 8;            // the step's 64-bit digest
 constexpr std::size_t kAuxBytes = 8;
 
 }  // namespace

@@ -17,7 +17,7 @@ namespace chameleon::daemon {
 class PolicyPublisher {
  public:
   PolicyPublisher(const ClientIdentity& who, ipc::PolicyMailboxWriter mailbox)
-      : who_(who), mailbox_(std::move(mailbox)) {}
+      : who_(who), mailbox_(mailbox) {}
 
   /// Publishes `base` (nullptr: no swaps, only the stage and boundary) as the next generation.
   /// False when the encoded policy does not fit a mailbox slot (counted in refused()).
