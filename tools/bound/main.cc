@@ -8,13 +8,13 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <exception>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "chameleon/cli/byte_size_option.h"
+#include "chameleon/cli/guarded_main.h"
 #include "chameleon/ipc/byte_size.h"
 #include "chameleon/policy/transfer_bound.h"
 
@@ -193,13 +193,6 @@ int Run(int argc, char** argv) {
 
 }  // namespace
 
-// What escapes Run (std::bad_alloc, a library's exception) ends the tool with a message and
-// status 1, not std::terminate's abort.
 int main(int argc, char** argv) {
-  try {
-    return Run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "chameleon-bound: %s\n", e.what());
-    return 1;
-  }
+  return chameleon::cli::GuardedMain("chameleon-bound", [&] { return Run(argc, argv); });
 }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "chameleon/cli/guarded_main.h"
 #include "chameleon/control/control_client.h"
 #include "chameleon/ipc/constants.h"
 #include "client_view.h"
@@ -138,10 +139,5 @@ int Run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return Run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "chameleonctl: " << e.what() << '\n';
-    return 1;
-  }
+  return chameleon::cli::GuardedMain("chameleonctl", [&] { return Run(argc, argv); });
 }

@@ -3,10 +3,10 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <exception>
 #include <fstream>
 #include <iostream>
 
+#include "chameleon/cli/guarded_main.h"
 #include "chameleon/topology/topology_yaml.h"
 #include "plan_report.h"
 
@@ -82,13 +82,6 @@ int Run(int argc, char** argv) {
 
 }  // namespace
 
-// What escapes Run (std::bad_alloc, a library's exception) ends the tool with a message and
-// status 1, not std::terminate's abort.
 int main(int argc, char** argv) {
-  try {
-    return Run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "chameleon-plan: %s\n", e.what());
-    return 1;
-  }
+  return chameleon::cli::GuardedMain("chameleon-plan", [&] { return Run(argc, argv); });
 }

@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <exception>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "chameleon/cli/byte_size_option.h"
+#include "chameleon/cli/guarded_main.h"
 #include "chameleon/daemon/swap_chunk.h"
 #include "chameleon/policy/device_profile.h"
 #include "chameleon/policy/explain.h"
@@ -151,13 +151,6 @@ int Run(int argc, char** argv) {
 
 }  // namespace
 
-// What escapes Run (std::bad_alloc, a library's exception) ends the tool with a message and
-// status 1, not std::terminate's abort.
 int main(int argc, char** argv) {
-  try {
-    return Run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "chameleon-policy: %s\n", e.what());
-    return 1;
-  }
+  return chameleon::cli::GuardedMain("chameleon-policy", [&] { return Run(argc, argv); });
 }

@@ -4,9 +4,9 @@
 // the command's lifetime, says on stderr where the metrics are, exits with the command's status.
 #include <cstdio>
 #include <cstdlib>
-#include <exception>
 #include <string>
 
+#include "chameleon/cli/guarded_main.h"
 #include "chameleon/control/control_client.h"
 #include "command_runner.h"
 #include "install_paths.h"
@@ -106,13 +106,6 @@ int Run(int argc, char** argv) {
 
 }  // namespace
 
-// What escapes Run (std::bad_alloc, a library's exception) ends the tool with a message and
-// status 1, not std::terminate's abort.
 int main(int argc, char** argv) {
-  try {
-    return Run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "chameleon-run: %s\n", e.what());
-    return 1;
-  }
+  return chameleon::cli::GuardedMain("chameleon-run", [&] { return Run(argc, argv); });
 }
