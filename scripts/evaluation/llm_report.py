@@ -212,8 +212,8 @@ policy can be faster than T_w, so a point whose T_b / T_w is under 0.9 cannot re
 (`swap_in_wait_ns`) against the installed plan's prediction of that wait (`predicted_in_wait_ns`:
 the plan replayed on the executor's streams, docs/policy.md "Predicted stall"). The prediction
 times each op of the profile by its own device time, measured with CUDA events during the
-detailed iteration (docs/detection.md, "Per-op device time"). At limit / peak = 1.00 the limit is the program's peak
-byte count and T_b the unlimited time: those rows show what the shim and its plan cost where
+detailed iteration (docs/detection.md, "Per-op device time"). At limit / peak = 1.00 the limit
+is the program's peak byte count and T_b the unlimited time: those rows show what the shim and its plan cost where
 nothing must move (its footprint, whole 2 MiB chunks per tensor and the plan's reserve, is above
 the program's bytes, so it still swaps a little; "out / (peak − limit)" has no denominator there).
 That footprint is also why Chameleon's "out / (peak − limit)" stays above 1 with no fault-in:

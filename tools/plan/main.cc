@@ -61,22 +61,18 @@ int Run(int argc, char** argv) {
   app.add_option("--population", search.ga.population, "GA population (default 32)");
   CLI11_PARSE(app, argc, argv);
   search.ga.seed = seed;
-  try {
-    const plan::PlanProblem problem =
-        plan::MakeProblem(ResolveWafer(topology_name), ResolveModel(model_name), options);
-    const plan::PlanEvaluator evaluator(problem);
-    const plan::SearchResult result = plan::SearchPlan(evaluator, search);
-    const plan::PlanEvaluation baseline =
-        evaluator.Evaluate(plan::MegatronBaseline(evaluator), result.t_ref);
-    const plan::PlanReport report{problem, result, baseline, CommandLine(argc, argv), seed};
-    if (!svg_path.empty()) {
-      std::ofstream(svg_path) << plan::PlanSvg(problem, result.evaluation);
-    }
-    std::cout << (json ? plan::PlanJson(report).dump(2) + "\n" : plan::PlanText(report));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "chameleon-plan: %s\n", e.what());
-    return 1;
+  // A bad model or topology file throws: GuardedMain (main) reports it, status 1.
+  const plan::PlanProblem problem =
+      plan::MakeProblem(ResolveWafer(topology_name), ResolveModel(model_name), options);
+  const plan::PlanEvaluator evaluator(problem);
+  const plan::SearchResult result = plan::SearchPlan(evaluator, search);
+  const plan::PlanEvaluation baseline =
+      evaluator.Evaluate(plan::MegatronBaseline(evaluator), result.t_ref);
+  const plan::PlanReport report{problem, result, baseline, CommandLine(argc, argv), seed};
+  if (!svg_path.empty()) {
+    std::ofstream(svg_path) << plan::PlanSvg(problem, result.evaluation);
   }
+  std::cout << (json ? plan::PlanJson(report).dump(2) + "\n" : plan::PlanText(report));
   return 0;
 }
 
