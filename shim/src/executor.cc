@@ -29,7 +29,7 @@ void ScanUnderPressure(Executor& ex, std::uint64_t bytes, CUstream stream) {
 }
 
 // The op's engine tensors at its position in the iteration, for the Belady eviction rule
-// (swap/use_history.h). Launch path: plain loads and stores, one relaxed fetch_add.
+// (swap/use_history.h). Launch path: plain loads and stores, no read-modify-write.
 void RecordUses(Executor& ex, AllocationState* const* states, std::uint32_t n) {
   const std::uint32_t position = ex.op_position.load(std::memory_order_relaxed);
   ex.op_position.store(position + 1, std::memory_order_relaxed);

@@ -133,7 +133,7 @@ bool Telemetry::PushOp(ipc::RecordType type, std::uint32_t token, std::uint16_t 
     // Count and match even a dropped op: the program did issue it.
     ++ops_in_iteration_;
     swap::OccurrenceCounter* const occurrences = occurrences_.load(std::memory_order_acquire);
-    if (occurrences != nullptr) *ticket = occurrences->Count(token);
+    if (occurrences != nullptr) occurrences->CountInto(token, ticket);
     if (matcher_.Step(token)) {
       // The daemon's rule (IterationTracker): an occurrence less than half an iteration after
       // the last boundary is an inserted op, not a boundary. Both sides must cut alike, or the

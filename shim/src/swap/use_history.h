@@ -2,8 +2,8 @@
 // that the safety net can evict by the farthest next use (Belady over the recorded sequence)
 // instead of by size.
 //
-// Recording (Record) is the launch path's part: one relaxed fetch_add per op and relaxed stores
-// into a fixed array, no lock, no allocation. Two logs alternate: Close, at an iteration
+// Recording (Record) is the launch path's part: relaxed loads and stores into a fixed array, no
+// read-modify-write, no lock, no allocation. Two logs alternate: Close, at an iteration
 // boundary, only makes the one being written the previous iteration's and starts the other (each
 // entry carries its iteration's tag, so nothing is cleared). The previous log is turned into
 // per-allocation use lists lazily, at the first NextUse after a Close: only iterations in which
@@ -16,10 +16,10 @@
 // one made in the iteration before by its ordinal there (age 1), and an older one (weights,
 // optimizer state) by its id.
 //
-// Thread-safety: Record may be called from any thread, concurrently with itself; everything
-// else by one thread at a time (the engine's mutex). A Record racing with Close may be lost or
-// land in the other log (the history is advice: a lost use makes one eviction choice worse, never
-// wrong).
+// Thread-safety: Record may be called from any thread, concurrently with itself (two at once may
+// overwrite or lose each other's entries); everything else by one thread at a time (the engine's
+// mutex). A Record racing with Close may be lost or land in the other log (the history is advice:
+// a lost use makes one eviction choice worse, never wrong).
 #pragma once
 
 #include <atomic>
@@ -47,7 +47,11 @@ class UseHistory {
   void Record(std::uint32_t position, const AllocId* ids, std::uint32_t n) {
     const std::uint32_t tag = tag_.load(std::memory_order_relaxed);
     Entry* const log = logs_[tag & 1].get();
-    const std::uint32_t at = used_.fetch_add(n, std::memory_order_relaxed);
+    // A load and a store, not a fetch_add: the locked add was ~10 % of a launch's cost in the
+    // shim (shim_bench, perf). Threads recording at once may then write the same entries or
+    // lose a few, which only blurs the advice (as for the executor's op position).
+    const std::uint32_t at = used_.load(std::memory_order_relaxed);
+    used_.store(at + n, std::memory_order_relaxed);
     if (at >= kCapacity || n > kCapacity - at) {
       overflow_.store(true, std::memory_order_relaxed);
       return;
