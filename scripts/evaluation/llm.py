@@ -1,8 +1,9 @@
 """LLM-scale rows of scripts/evaluate: model-shaped workloads (chameleon-train-sim --model) on an
 H-class machine preset at fractions of their peak, each against its transfer bound computed by
 `chameleon-bound` (policy::ComputeTransferBound, the one tested function) — unlimited, the safety
-net alone (policy off) and the daemon's policy, with the executor's per-iteration records
-(CHAMELEON_STATS_FILE) read for the steady state under the final policy generation."""
+net alone (policy off: under a daemon, which finds the iterations the Belady eviction rule needs,
+and without one, where the closest-size rule is all there is) and the daemon's policy, with the
+executor's per-iteration records (CHAMELEON_STATS_FILE) read for the steady state."""
 import json
 import os
 import re
@@ -24,15 +25,19 @@ class Case:
     args: list
     fraction: float       # device limit = peak x fraction
     steps: int = 24       # daemon run
-    off_steps: int = 3    # safety net alone; steady from the second step
-    window: int = 4       # daemon run: steady = the last `window` steps
+    # Safety net alone under a daemon (policy off): the boundary is found after ~5 steps, the
+    # Belady rule has a whole recorded iteration two boundaries later; steady = the last `window`.
+    off_steps: int = 12
+    closest_steps: int = 3  # safety net without a daemon (closest size); steady from step 1
+    window: int = 4       # daemon runs: steady = the last `window` steps
 
 
 @dataclass
 class Row:
     case: Case
     ref: runs.Result = None
-    off: runs.Result = None
+    off: runs.Result = None          # policy off under a daemon: Belady eviction
+    off_closest: runs.Result = None  # policy off, no daemon: closest-size eviction
     swap: runs.Result = None
     plain: runs.Result = None
     recompute: runs.Result = None  # --recompute at the limit, plain (no shim): does it fit?
@@ -42,8 +47,9 @@ class Row:
     optimizer_bytes: int = 0
     bound: dict = field(default_factory=dict)
     steady: dict = field(default_factory=dict)  # stats-file figures under the final generation
+    off_steady: dict = field(default_factory=dict)  # the policy-off run's last `window` iterations
     stable_at: int = None  # iterations done when a poll first saw STABLE
-    reference: dict = field(default_factory=dict)  # "off"/"swap": unlimited checksum, same steps
+    reference: dict = field(default_factory=dict)  # run name: unlimited checksum, same steps
     notes: list = field(default_factory=list)
 
 
@@ -60,7 +66,8 @@ def cases(quick):
     2 cores (the daemon's run dominates)."""
     if quick:  # the code path only (scripts/test): a small shape, few steps
         return [Case("GPT-2 XL B1 S256 (quick)", "h200-sxm",
-                     "--model gpt2-xl --micro-batch 1 --seq 256".split(), 0.5, steps=8)]
+                     "--model gpt2-xl --micro-batch 1 --seq 256".split(), 0.5, steps=8,
+                     off_steps=8)]
     gpt2 = "--model gpt2-xl --micro-batch 8 --seq 1024".split()
     # The trainer's default allocation style (one allocation per tensor): the expandable style
     # sizes its reservations by the device's memory, which the limit shrinks (docs/shim.md).
@@ -120,14 +127,15 @@ def read_stats(path):
         return []
 
 
-def steady(records, limit, peak):
+def steady(records, limit, peak, last=None):
     """Per-iteration means over the iterations under the last generation in force (after its first
-    whole iteration), from the stats file's `iteration` records."""
+    whole iteration), or over the `last` iterations, from the stats file's `iteration` records."""
     its = [r for r in records if r.get("event") == "iteration"]
     if not its:
         return {}
     last_gen = its[-1].get("generation_in_force", 0)
-    under = [r for r in its if r.get("generation_in_force") == last_gen][1:]
+    under = (its[-last:] if last else
+             [r for r in its if r.get("generation_in_force") == last_gen][1:])
     if not under:
         return {"generation": last_gen, "iterations": 0}
     c = [r["counters"] for r in under]
@@ -172,7 +180,7 @@ def run_bound(cmd):
 
 def failure_notes(row):
     """A note for each of the row's shim runs that failed."""
-    for which in ("off", "swap", "host"):
+    for which in ("off", "off_closest", "swap", "host"):
         r = getattr(row, which, None)
         if r is not None and not r.ok:
             row.notes.append(f"{which}: rc {r.rc}: {(r.oom_line() or r.stderr.strip()[-200:])}")
@@ -215,10 +223,18 @@ def measure(cfg, case):
     if not cfg.executor:
         return row
     with tempfile.TemporaryDirectory(prefix="chameleon-llm-") as tmp:
-        cfg.log(f"  {case.name}: policy off")
+        cfg.log(f"  {case.name}: policy off, no daemon (closest-size eviction)")
         env = env_for(b, case, device)
-        env.update(shim(b, row.limit, os.path.join(tmp, "off.jsonl"), policy=False))
-        row.off = runs.run(argv(b, case, case.off_steps), env, cfg.timeout)
+        env.update(shim(b, row.limit, os.path.join(tmp, "closest.jsonl"), policy=False))
+        env["CHAMELEON_EVICTION"] = "closest-size"  # what it falls back to with no iteration known
+        row.off_closest = runs.run(argv(b, case, case.closest_steps), env, cfg.timeout)
+        cfg.log(f"  {case.name}: policy off + daemon (Belady eviction), {case.off_steps} steps")
+        off_stats = os.path.join(tmp, "off.jsonl")
+        with runs.Daemon(b, {"CHAMELEON_TOPOLOGY": machine_file(b, case.machine)}) as d:
+            env = env_for(b, case, device)
+            env.update(shim(b, row.limit, off_stats, d.socket, policy=False))
+            row.off = runs.run(argv(b, case, case.off_steps), env, cfg.timeout)
+        row.off_steady = steady(read_stats(off_stats), row.limit, row.ref.peak, case.window)
         cfg.log(f"  {case.name}: Chameleon + daemon, {case.steps} steps")
         stats = os.path.join(tmp, "swap.jsonl")
         # The daemon plans with the node's host link, per direction, as an operator's
@@ -246,8 +262,11 @@ def references(cfg, rows):
     for row in rows:
         if not row.ref or not row.ref.ok:
             continue
-        for which, steps in (("off", row.case.off_steps), ("swap", row.case.steps)):
-            r = (row.ref if steps == 3 else
-                 runs.run(argv(cfg.build, row.case, steps),
-                          env_for(cfg.build, row.case, UNLIMITED), cfg.timeout))
+        by_steps = {3: row.ref}  # the unlimited run has 3 steps
+        for which, steps in (("off", row.case.off_steps), ("off_closest", row.case.closest_steps),
+                             ("swap", row.case.steps)):
+            if steps not in by_steps:
+                by_steps[steps] = runs.run(argv(cfg.build, row.case, steps),
+                                           env_for(cfg.build, row.case, UNLIMITED), cfg.timeout)
+            r = by_steps[steps]
             row.reference[which] = r.checksum if r.ok else None
