@@ -86,6 +86,24 @@ TEST_F(PartsFixture, EvictorTrimsChunksNothingMapsBeforeUnmappingAnyRange) {
   EXPECT_EQ(chunks_->created_bytes(), 0u);
 }
 
+// Room for a few outside bytes once the cached ranges had to be unmapped: only those bytes go
+// back to the driver, the rest of the pool stays for the next allocations (releasing every idle
+// chunk here made a whole iteration's chunks be created again).
+TEST_F(PartsFixture, EvictorReleasesOnlyTheRoomAskedForAfterUnmappingCachedRanges) {
+  StartParts(/*limit=*/8 * kChunk);
+  sw::Allocation* x = NewFilled(3 * kChunk, 1);
+  sw::Allocation* y = NewFilled(3 * kChunk, 2);
+  ASSERT_CU(allocator_->Free(x->id, compute_));  // cached, still mapped to their chunks
+  ASSERT_CU(allocator_->Free(y->id, compute_));
+  ASSERT_CU(ctx_sync_());
+  ASSERT_EQ(chunks_->created_bytes(), 6 * kChunk);
+  EXPECT_TRUE(evictor_->MakeRoom(3 * kChunk));  // 2 chunks free: one more must go
+  EXPECT_EQ(chunks_->created_bytes(), 5 * kChunk);
+  EXPECT_EQ(Count(counters_.evictions), 0u);
+  EXPECT_TRUE(evictor_->ReleaseBytes(2 * kChunk));
+  EXPECT_EQ(chunks_->created_bytes(), 3 * kChunk);
+}
+
 // Belady over a hand-made recorded iteration of 8 ops (the previous one; ids 1-4 are long-lived):
 //   op: 0  1  2  3  4  5  6  7
 //       a  b  c  b  d  .  a  c
