@@ -68,7 +68,14 @@ LoopBoundary::Route LoopBoundary::Remember(std::uint32_t token) {
 
 void LoopBoundary::WeighPending(std::size_t ops_seen) {
   if (tracker_->ops_since_boundary() > kRejectPeriods * boundary_->period) {
-    Reject();
+    static_assert(kRejectPeriods == 4, "the reason below names it");
+    Reject("did not recur within 4 periods");
+  } else if (tracker_->shifts() > pending_shifts_) {
+    // A loop repeats its iteration; blocks inside one iteration repeat only for a while and
+    // then come back changed (a 1F1B pipeline's steady phase: forward + backward of one
+    // micro-batch, 81 ops, five times; then 113 and 200 ops, its signature still there). Let
+    // into force, every cut after the run was a shift and the stages planned on micro-batches.
+    Reject("changed length or content at its next cut");
   } else if (tracker_->iterations() >= pending_from_iteration_ + kConfirmingIterations &&
              Firm(ops_seen, periodic_from_)) {
     pending_ = false;  // Confirm() once the ops being replayed are through
@@ -82,11 +89,11 @@ void LoopBoundary::Confirm() {
   history_.shrink_to_fit();
 }
 
-void LoopBoundary::Reject() {
+void LoopBoundary::Reject(const char* why) {
   spdlog::info(
-      "client {} (pid {}): the pending boundary (period {} ops) did not recur within {} periods; "
-      "detecting again over {} ops",
-      who_.id, who_.pid, boundary_->period, kRejectPeriods, history_.size());
+      "client {} (pid {}): the pending boundary (period {} ops) {}; detecting again over "
+      "{} ops",
+      who_.id, who_.pid, boundary_->period, why, history_.size());
   ++rejected_;
   pending_ = false;
   tracker_.reset();
@@ -184,6 +191,7 @@ LoopBoundary::Installed LoopBoundary::Install(
   periodic_from_ = boundary->first;
   pending_ = !Firm(snapshot_ops, periodic_from_);
   pending_from_iteration_ = tracker_->iterations();
+  pending_shifts_ = tracker_->shifts();
   // The worker replayed the snapshot; the ops that arrived since go through the live path, where
   // they may first settle a pending boundary either way.
   std::size_t i = snapshot_ops;

@@ -203,6 +203,46 @@ TEST_F(LoopBoundaryTest, ShouldHoldALayerRunAtTheEndOfAPartlySeenStepUntilTheStr
   EXPECT_EQ(lost_, 0);
 }
 
+TEST_F(LoopBoundaryTest, ShouldRejectAPendingLoopWhoseNextIterationIsLonger) {
+  // A step shaped like the first pipeline stage's op stream in a 1F1B schedule: a 40-op head (the
+  // warm-up forwards), six 8-op blocks (forward and backward of one micro-batch each), then four
+  // 14-op blocks that begin with the same op (the cool-down's backwards). Over its first 88 ops
+  // that is a loop of period 8 after a set-up, pending. Its signature recurs every 14 ops after
+  // the run, so it never goes missing for four periods, and at op 160 the loop would cover three
+  // quarters of the stream and come into force (it did, before: every later cut a shift, the
+  // stages run on blocks). The first 14-op cut is a shift: rejected there.
+  std::vector<std::uint32_t> tokens;
+  constexpr int kSteps = 8;
+  for (int step = 0; step < kSteps; ++step) {
+    for (std::uint32_t i = 0; i < 40; ++i) tokens.push_back(500 + i);
+    for (int block = 0; block < 6; ++block) {
+      for (std::uint32_t i = 0; i < 8; ++i) tokens.push_back(1 + i);
+    }
+    for (int block = 0; block < 4; ++block) {
+      tokens.push_back(1);
+      for (std::uint32_t i = 0; i < 13; ++i) tokens.push_back(100 + i);
+    }
+  }
+  constexpr std::size_t kStepOps = 40 + 6 * 8 + 4 * 14;
+  ASSERT_EQ(tokens.size(), kSteps * kStepOps);
+  Feed(tokens, 0, 88);
+  ASSERT_EQ(DetectAndInstall(0), LoopBoundary::Installed::kPending);
+  EXPECT_EQ(loop_.boundary()->period, 8u);
+  EXPECT_EQ(loop_.boundary()->signature, std::vector<std::uint32_t>{1});
+  Feed(tokens, 88, 102);  // the run's last block is cut: still pending
+  EXPECT_TRUE(loop_.pending());
+  Feed(tokens, 102, 103);  // the first 14-op block is cut: a shift
+  EXPECT_FALSE(loop_.pending());
+  EXPECT_EQ(loop_.rejected(), 1u);
+  EXPECT_EQ(loop_.tracker(), nullptr);
+  // Detection goes on over everything seen and finds the step; no block run was ever in force.
+  FeedDetecting(tokens, 103);
+  EXPECT_EQ(confirmed_, 0);
+  EXPECT_EQ(loop_.losses(), 0u);
+  ASSERT_NE(loop_.tracker(), nullptr);
+  EXPECT_EQ(loop_.period(), kStepOps);
+}
+
 TEST_F(LoopBoundaryTest, ShouldConfirmAPendingLoopAfterALongSetUpOnceItCoversThreeQuarters) {
   // 300 set-up ops before five steps: the loop covers less than three quarters of the history.
   const auto stream = MakeLoop(LoopSpec{.prelude_ops = 300}, 14);

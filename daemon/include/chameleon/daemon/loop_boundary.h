@@ -8,7 +8,7 @@
 // a loop with a long set-up before it. It comes into force once the signature recurs twice more
 // past the history and the periodic part covers three quarters of all the ops seen, and is
 // rejected (detection goes on over the history kept meanwhile) when it does not recur within four
-// periods.
+// periods or an iteration it cuts differs from the one before (a shift).
 //
 // Detection itself runs on a worker thread over a snapshot (TakeSnapshot / Install). Not
 // thread-safe: only the loop thread touches it.
@@ -99,8 +99,8 @@ class LoopBoundary {
   void WeighPending(std::size_t ops_seen);
   /// The boundary no longer pending comes into force; the detection history goes.
   void Confirm();
-  /// The pending boundary is dropped; detection goes on over the history.
-  void Reject();
+  /// The pending boundary is dropped (`why`: for the log); detection goes on over the history.
+  void Reject(const char* why);
 
   const ClientIdentity& who_;
   const DetectionOptions& options_;
@@ -114,6 +114,7 @@ class LoopBoundary {
   bool pattern_ = false;
   bool pending_ = false;
   std::uint64_t pending_from_iteration_ = 0;  // the pending tracker's count after the snapshot
+  std::uint64_t pending_shifts_ = 0;          // and its shifts
   std::size_t periodic_from_ = 0;             // where the pending loop starts in history_
   std::optional<Boundary> boundary_;
   std::uint64_t period_ = 0;
