@@ -296,7 +296,7 @@ void Telemetry::SetBoundary(const std::vector<std::uint32_t>& tokens) {
 }
 
 void Telemetry::ResetForChild() {
-  lock_.Unlock();
+  lock_.ResetForChild();
   active_.store(false, std::memory_order_relaxed);
   occurrences_.store(nullptr, std::memory_order_relaxed);  // the parent's executor's
   ring_valid_ = false;

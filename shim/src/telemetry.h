@@ -20,13 +20,13 @@
 #include <optional>
 #include <vector>
 
+#include "biased_lock.h"
 #include "chameleon/ipc/event_records.h"
 #include "chameleon/ipc/event_ring.h"
 #include "chameleon/ipc/segment_layout.h"
 #include "iteration_matcher.h"
 #include "op_timer.h"
 #include "real_driver.h"
-#include "spin_lock.h"
 #include "swap/occurrence_counter.h"
 
 namespace chameleon::shim {
@@ -192,7 +192,7 @@ class Telemetry {
   std::atomic<bool> active_{false};
   std::atomic<bool> attaching_{false};  // Attach holds lock_ (ops wait rather than drop)
   std::atomic<swap::OccurrenceCounter*> occurrences_{nullptr};  // written under lock_ only
-  SpinLock lock_;
+  BiasedLock lock_;
   // --- guarded by lock_ ---
   ipc::SegmentHeader* header_ = nullptr;
   ipc::EventRingProducer producer_;

@@ -1,0 +1,71 @@
+#include "biased_lock.h"
+
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <new>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace chameleon::shim {
+namespace {
+
+bool RegisterMembarrier() {
+  // PRIVATE_EXPEDITED interrupts only the CPUs running this process's threads (microseconds);
+  // the global command would wait for a grace period (milliseconds).
+  const long supported = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  if (supported < 0 || (supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return false;
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+bool HeavyBarrier() { return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0; }
+
+}  // namespace
+
+BiasedLock::BiasedLock() : bias_enabled_(RegisterMembarrier()) {}
+
+bool BiasedLock::AfterInnerLocked(int spins) {
+  const void* self = Self();
+  const void* owner = owner_.load(std::memory_order_relaxed);
+  if (owner != nullptr && owner != self) {
+    owner_.store(nullptr, std::memory_order_relaxed);
+    if (!HeavyBarrier()) bias_enabled_ = false;  // registered, so only a seccomp filter: stay off
+    ++revocations_;
+  }
+  // An owner that entered before the barrier is still inside: wait for it. Once the owner is
+  // cleared no one enters that way, so the flag only falls; a later holder checks it again.
+  for (int i = 0; busy_.load(std::memory_order_acquire); ++i) {
+    if (i >= spins) return false;
+#if defined(__x86_64__)
+    _mm_pause();
+#endif
+  }
+  held_by_owner_ = false;
+  if (run_thread_ == self) {
+    ++run_length_;
+  } else {
+    run_thread_ = self;
+    run_length_ = 1;
+  }
+  if (bias_enabled_ && run_length_ >= kBiasAfter) {
+    // Read by this thread on its next entry; by others only under the inner lock.
+    owner_.store(self, std::memory_order_relaxed);
+  }
+  return true;
+}
+
+void BiasedLock::ResetForChild() {
+  new (&inner_) SpinLock();
+  owner_.store(nullptr, std::memory_order_relaxed);
+  busy_.store(false, std::memory_order_relaxed);
+  held_by_owner_ = false;
+  run_thread_ = nullptr;
+  run_length_ = 0;
+  // Registration belongs to the address space; the child's is new.
+  bias_enabled_ = RegisterMembarrier();
+}
+
+}  // namespace chameleon::shim

@@ -1,0 +1,108 @@
+// The event ring's producer lock, biased towards the thread that launches.
+//
+// Why: an uncontended SpinLock costs one locked exchange per op, and that exchange waits for
+// every store the launch made before it to drain: ~20 % of a launch under a policy (perf,
+// docs/benchmarks.md). Launches come in long runs from one thread (PyTorch: forward on the
+// caller, backward on the autograd thread, about two handovers a step), so the lock is lent to
+// the thread that took it kBiasAfter times in a row: that thread enters with two plain stores
+// and a load. Any other thread first takes the inner SpinLock, then revokes the bias: it clears
+// the owner, runs membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) — every running thread of the
+// process passes a full barrier, so the owner either had its busy flag visible before the call
+// returned or sees the cleared owner on its next entry — and waits for the busy flag to drop.
+// (The asymmetric Dekker of userspace RCU and folly's asymmetric fences.) Threads that take the
+// lock in turn never build a run and pay the SpinLock alone. Without membarrier (old kernels,
+// seccomp) the lock is never biased. Thread-safe; Lock/Unlock pair on one thread.
+#pragma once
+
+#include <sched.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "spin_lock.h"
+
+namespace chameleon::shim {
+
+class BiasedLock {
+ public:
+  /// Consecutive inner-lock acquisitions by one thread after which it becomes the owner.
+  static constexpr std::uint32_t kBiasAfter = 64;
+
+  BiasedLock();
+
+  /// Hot path: true when acquired within `spins` attempts at the inner lock (the owner always
+  /// enters at once).
+  bool TryLockBounded(int spins = 512) {
+    if (TryOwnerEnter()) return true;
+    if (!inner_.TryLockBounded(spins)) return false;
+    if (AfterInnerLocked(spins)) return true;
+    inner_.Unlock();
+    return false;
+  }
+  /// Slow paths only (may yield the CPU).
+  void Lock() {
+    if (TryOwnerEnter()) return;
+    inner_.Lock();
+    while (!AfterInnerLocked(512)) sched_yield();  // an owner preempted inside
+  }
+  void Unlock() {
+    if (held_by_owner_) {
+      held_by_owner_ = false;
+      busy_.store(false, std::memory_order_release);
+    } else {
+      inner_.Unlock();
+    }
+  }
+
+  /// In a fork child (one thread, no holder): back to the unbiased state; registers again.
+  void ResetForChild();
+
+  /// Whether biasing is possible here (membarrier registered).
+  bool bias_enabled() const { return bias_enabled_; }
+  /// Counters, read under the lock or after the threads that used it were joined.
+  std::uint64_t owner_entries() const { return owner_entries_; }
+  std::uint64_t revocations() const { return revocations_; }
+
+ private:
+  static const void* Self() {
+#if defined(__x86_64__) || defined(__aarch64__)
+    return __builtin_thread_pointer();  // one register read; unique among live threads
+#else
+    static thread_local char tag;
+    return &tag;
+#endif
+  }
+
+  bool TryOwnerEnter() {
+    const void* self = Self();
+    if (owner_.load(std::memory_order_relaxed) != self) return false;
+    busy_.store(true, std::memory_order_relaxed);
+    // The light side of the asymmetric fence: the revoker's membarrier orders this store before
+    // the load below on the hardware; only the compiler must not reorder them.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (owner_.load(std::memory_order_relaxed) == self) {
+      held_by_owner_ = true;
+      ++owner_entries_;
+      return true;
+    }
+    busy_.store(false, std::memory_order_release);  // revoked meanwhile: take the inner lock
+    return false;
+  }
+
+  /// With the inner lock held: revokes another thread's bias, waits (at most `spins` times,
+  /// then false: the caller lets the inner lock go) for an owner still inside, and counts the
+  /// run that may bias the lock to this thread.
+  bool AfterInnerLocked(int spins);
+
+  SpinLock inner_;
+  std::atomic<const void*> owner_{nullptr};
+  std::atomic<bool> busy_{false};  // the owner is inside
+  bool held_by_owner_ = false;     // written by whoever holds the lock
+  bool bias_enabled_ = false;
+  const void* run_thread_ = nullptr;  // under the inner lock
+  std::uint32_t run_length_ = 0;
+  std::uint64_t owner_entries_ = 0;
+  std::uint64_t revocations_ = 0;
+};
+
+}  // namespace chameleon::shim
