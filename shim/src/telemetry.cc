@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "log.h"
 
@@ -30,7 +31,7 @@ struct StagedHeader {
 bool Telemetry::StageLocked(ipc::RecordType type, std::uint16_t flags, const void* head,
                             std::size_t hb, const void* tail, std::size_t tb) {
   const std::size_t need = sizeof(StagedHeader) + hb + tb;
-  if (need > staging_.size() - staging_used_) {
+  if (need > staging_.size - staging_used_) {
     // Full: the staged stream can no longer be complete. Drop it and stop recording; the attach
     // announces the live allocations instead (the ops so far are lost, and counted).
     staging_on_ = false;
@@ -39,7 +40,7 @@ bool Telemetry::StageLocked(ipc::RecordType type, std::uint16_t flags, const voi
     dropped_.fetch_add(staging_records_ + 1, std::memory_order_relaxed);
     return false;
   }
-  std::uint8_t* p = staging_.data() + staging_used_;
+  std::uint8_t* p = staging_.data.get() + staging_used_;
   const StagedHeader h{static_cast<std::uint16_t>(type), flags,
                        static_cast<std::uint32_t>(hb + tb)};
   std::memcpy(p, &h, sizeof(h));
@@ -55,19 +56,19 @@ bool Telemetry::ReplayStagingLocked() {
   std::size_t at = 0;
   while (at + sizeof(StagedHeader) <= staging_used_) {
     StagedHeader h{};
-    std::memcpy(&h, staging_.data() + at, sizeof(h));
-    PushLocked(static_cast<ipc::RecordType>(h.type), h.flags, staging_.data() + at + sizeof(h),
+    std::memcpy(&h, staging_.data.get() + at, sizeof(h));
+    PushLocked(static_cast<ipc::RecordType>(h.type), h.flags, staging_.data.get() + at + sizeof(h),
                h.bytes, nullptr, 0);
     at += sizeof(h) + h.bytes;
   }
   return true;
 }
 
-std::vector<std::uint8_t> Telemetry::TakeStagingLocked() {
+Telemetry::StagingBuffer Telemetry::TakeStagingLocked() {
   staging_on_ = false;
   staging_used_ = 0;
   staging_records_ = 0;
-  return std::move(staging_);
+  return std::exchange(staging_, StagingBuffer{});
 }
 
 void Telemetry::StopStaging() {
@@ -77,7 +78,7 @@ void Telemetry::StopStaging() {
     dropped_.fetch_add(staging_records_, std::memory_order_relaxed);
   }
   if (!ring_valid_) active_.store(false, std::memory_order_relaxed);
-  std::vector<std::uint8_t> staged = TakeStagingLocked();
+  StagingBuffer staged = TakeStagingLocked();
   lock_.Unlock();
 }
 

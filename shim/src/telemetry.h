@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -89,7 +90,7 @@ class Telemetry {
     ring_valid_ = true;
     if (!ReplayStagingLocked()) announce();
     active_.store(true, std::memory_order_relaxed);
-    std::vector<std::uint8_t> staged = TakeStagingLocked();
+    StagingBuffer staged = TakeStagingLocked();  // freed outside the lock
     lock_.Unlock();
     attaching_.store(false, std::memory_order_relaxed);
   }
@@ -104,10 +105,12 @@ class Telemetry {
   /// `announce` (the allocations live now). Caller holds the tracker mutex. Not while attached.
   template <typename Announce>
   void StartStaging(std::size_t bytes, Announce&& announce) {
-    std::vector<std::uint8_t> buffer(bytes);  // allocated outside the spin lock
+    // Allocated outside the lock, and not zero-filled: this runs inside the program's first
+    // allocation call, and only the bytes staged are ever written (2 MiB by default).
+    StagingBuffer buffer{std::make_unique_for_overwrite<std::uint8_t[]>(bytes), bytes};
     lock_.Lock();
     if (!ring_valid_) {
-      staging_.swap(buffer);
+      std::swap(staging_, buffer);
       staging_used_ = 0;
       staging_records_ = 0;
       staging_on_ = true;
@@ -182,7 +185,12 @@ class Telemetry {
                    const void* tail, std::size_t tb);
   bool ReplayStagingLocked();
   /// Ends staging; the buffer is returned so that the caller frees it outside the lock.
-  std::vector<std::uint8_t> TakeStagingLocked();
+  /// Records staged before the first attach (process-local, never shared).
+  struct StagingBuffer {
+    std::unique_ptr<std::uint8_t[]> data;
+    std::size_t size = 0;
+  };
+  StagingBuffer TakeStagingLocked();
   BoundaryHit StepIteration(std::uint32_t token);
   TimedInterval BoundaryDeviceTime(const BoundaryHit& hit, CUstream stream, bool capturing);
   TimedInterval NewestCompletedLocked(std::uint64_t boundary);
@@ -205,7 +213,7 @@ class Telemetry {
   std::vector<std::uint32_t> signature_;  // the one the matcher holds (to ignore re-sends)
   std::uint64_t iteration_ = 0;
   // Staging before the first attach: records framed as StagedHeader + payload.
-  std::vector<std::uint8_t> staging_;
+  StagingBuffer staging_;
   std::size_t staging_used_ = 0;
   std::uint64_t staging_records_ = 0;
   bool staging_on_ = false;  // records go to staging_ (false again once it overflowed)

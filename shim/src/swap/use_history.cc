@@ -1,5 +1,7 @@
 #include "swap/use_history.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 
 namespace chameleon::shim::swap {
@@ -11,8 +13,20 @@ constexpr std::uint64_t kAge1 = 2ull << 62;
 
 }  // namespace
 
-UseHistory::UseHistory()
-    : logs_{std::make_unique<Entry[]>(kCapacity), std::make_unique<Entry[]>(kCapacity)} {}
+UseHistory::UseHistory() {
+  for (Entry*& log : logs_) {
+    void* p = mmap(nullptr, kLogBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    // Without a log every iteration counts as not known: eviction by the closest size.
+    log = p == MAP_FAILED ? nullptr : static_cast<Entry*>(p);
+  }
+}
+
+UseHistory::~UseHistory() {
+  for (Entry* log : logs_) {
+    if (log != nullptr) munmap(log, kLogBytes);
+  }
+}
 
 std::uint64_t UseHistory::Key(AllocId id, AllocId first, AllocId before) {
   if (id >= first) return kAge0 | (id - first);
@@ -42,15 +56,16 @@ void UseHistory::BuildPrevious() {
   previous_.clear();
   previous_built_ = true;
   const std::uint32_t tag = tag_.load(std::memory_order_relaxed) - 1;
-  const Entry* const log = logs_[tag & 1].get();
-  for (std::uint32_t i = 0; i < previous_n_; ++i) {
+  Entry* const log = logs_[tag & 1];
+  const std::uint32_t n = log != nullptr ? previous_n_ : 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
     // Not written in that iteration (a racing Record that had not stored yet, or one that
     // straddled the Close into the other log).
-    if (log[i].tag.load(std::memory_order_relaxed) != tag) continue;
-    const AllocId id = log[i].id.load(std::memory_order_relaxed);
+    if (std::atomic_ref(log[i].tag).load(std::memory_order_relaxed) != tag) continue;
+    const AllocId id = std::atomic_ref(log[i].id).load(std::memory_order_relaxed);
     if (id == 0) continue;
     std::vector<std::uint32_t>& uses = previous_[Key(id, previous_first_, previous_before_)];
-    const std::uint32_t position = log[i].position.load(std::memory_order_relaxed);
+    const std::uint32_t position = std::atomic_ref(log[i].position).load(std::memory_order_relaxed);
     if (uses.empty() || uses.back() != position) uses.push_back(position);
   }
   // Several threads may interleave their entries: keep each list ascending.

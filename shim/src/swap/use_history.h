@@ -16,6 +16,12 @@
 // one made in the iteration before by its ordinal there (age 1), and an older one (weights,
 // optimizer state) by its id.
 //
+// The two logs (1 MiB each) are anonymous mappings, read as zeroes until written: constructing
+// them used to write both whole, 0.6 ms of a process's first allocation (the executor is built
+// there) and most of its cost under 64 processes starting at once (bench/shim/first_alloc_bench).
+// Only the pages an iteration's uses reach are ever touched. Entries are plain integers accessed
+// through std::atomic_ref, so that zeroed memory is valid entries without a constructor's pass.
+//
 // Thread-safety: Record may be called from any thread, concurrently with itself (two at once may
 // overwrite or lose each other's entries); everything else by one thread at a time (the engine's
 // mutex). A Record racing with Close may be lost or land in the other log (the history is advice:
@@ -23,8 +29,8 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -41,25 +47,28 @@ class UseHistory {
   static constexpr std::uint64_t kUnknown = ~0ull;
 
   UseHistory();
+  ~UseHistory();
+  UseHistory(const UseHistory&) = delete;
+  UseHistory& operator=(const UseHistory&) = delete;
 
   /// The op at `position` (0-based from the boundary) uses the `n` allocations `ids` (0 = not
   /// the engine's, skipped). Lock-free; see the class comment.
   void Record(std::uint32_t position, const AllocId* ids, std::uint32_t n) {
     const std::uint32_t tag = tag_.load(std::memory_order_relaxed);
-    Entry* const log = logs_[tag & 1].get();
+    Entry* const log = logs_[tag & 1];
     // A load and a store, not a fetch_add: the locked add was ~10 % of a launch's cost in the
     // shim (shim_bench, perf). Threads recording at once may then write the same entries or
     // lose a few, which only blurs the advice (as for the executor's op position).
     const std::uint32_t at = used_.load(std::memory_order_relaxed);
     used_.store(at + n, std::memory_order_relaxed);
-    if (at >= kCapacity || n > kCapacity - at) {
+    if (at >= kCapacity || n > kCapacity - at || log == nullptr) {
       overflow_.store(true, std::memory_order_relaxed);
       return;
     }
     for (std::uint32_t i = 0; i < n; ++i) {
-      log[at + i].position.store(position, std::memory_order_relaxed);
-      log[at + i].tag.store(tag, std::memory_order_relaxed);
-      log[at + i].id.store(ids[i], std::memory_order_relaxed);
+      std::atomic_ref(log[at + i].position).store(position, std::memory_order_relaxed);
+      std::atomic_ref(log[at + i].tag).store(tag, std::memory_order_relaxed);
+      std::atomic_ref(log[at + i].id).store(ids[i], std::memory_order_relaxed);
     }
   }
 
@@ -77,12 +86,16 @@ class UseHistory {
   std::uint64_t NextUse(AllocId id, std::uint32_t now);
 
  private:
-  struct Entry {
-    std::atomic<std::uint32_t> position{0};
-    std::atomic<std::uint32_t> tag{0};  ///< tag_ of the iteration that wrote it
-    std::atomic<AllocId> id{0};
+  struct Entry {  // all zero: no iteration's (tag_ starts at 1)
+    std::uint32_t position;
+    std::uint32_t tag;  ///< tag_ of the iteration that wrote it
+    AllocId id;
   };
   static_assert(sizeof(Entry) == 16, "a log entry is two words");
+  static_assert(std::atomic_ref<AllocId>::required_alignment <= alignof(AllocId) &&
+                    std::atomic_ref<std::uint32_t>::required_alignment <= alignof(std::uint32_t),
+                "entries are accessed in place through atomic_ref");
+  static constexpr std::size_t kLogBytes = sizeof(Entry) * kCapacity;
   /// The key of allocation `id` in an iteration whose first allocation id is `first`, with
   /// `before` the first id of the iteration before it.
   static std::uint64_t Key(AllocId id, AllocId first, AllocId before);
@@ -90,7 +103,7 @@ class UseHistory {
   void BuildPrevious();
 
   /// Two logs: the current iteration's is logs_[tag_ & 1], the previous one's the other.
-  std::unique_ptr<Entry[]> logs_[2];
+  Entry* logs_[2] = {nullptr, nullptr};  // kCapacity each, mmap'ed; null if the mapping failed
   /// The current iteration's tag (starts at 1, so a zeroed entry is no iteration's).
   std::atomic<std::uint32_t> tag_{1};
   std::atomic<std::uint32_t> used_{0};
