@@ -14,6 +14,7 @@
 //
 //   build/bin/first_alloc_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -24,6 +25,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,12 +43,19 @@ struct Child {
   int out = -1;
 };
 
-Child Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+/// `quiet`: stdout and stderr go to /dev/null (the daemon's log), and the pipe stays empty.
+Child Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+            bool quiet = false) {
   int fds[2];
   if (pipe(fds) != 0) return {};
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  if (quiet) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  } else {
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  }
   posix_spawn_file_actions_addclose(&actions, fds[0]);
   std::vector<char*> args, envp;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -99,7 +109,7 @@ class Daemon {
     dir_ = dir;
     socket_ = dir_ + "/d.sock";
     child_ = Spawn({CHAMELEOND_PATH, "--socket", socket_, "--metrics-listen", "127.0.0.1:0"},
-                   ChildEnv("unused"));
+                   ChildEnv("unused"), /*quiet=*/true);
     // Waits for its socket (a bench, not a test: polling a file that appears is all there is).
     for (int i = 0; i < 500 && !Ready(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -109,7 +119,8 @@ class Daemon {
     if (child_.pid > 0) kill(child_.pid, SIGTERM);
     std::string ignored;
     Finish(child_, &ignored);
-    if (!dir_.empty()) std::system(("rm -rf " + dir_).c_str());
+    std::error_code ignored_error;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored_error);
   }
   bool Ready() const {
     struct stat st {};
