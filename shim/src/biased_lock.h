@@ -10,8 +10,10 @@
 // process passes a full barrier, so the owner either had its busy flag visible before the call
 // returned or sees the cleared owner on its next entry — and waits for the busy flag to drop.
 // (The asymmetric Dekker of userspace RCU and folly's asymmetric fences.) Threads that take the
-// lock in turn never build a run and pay the SpinLock alone. Without membarrier (old kernels,
-// seccomp) the lock is never biased. Thread-safe; Lock/Unlock pair on one thread.
+// lock in turn never build a run and pay the SpinLock alone. The pattern that costs most is a
+// second thread taking the lock once every ~kBiasAfter ops of the first: a membarrier (a few
+// microseconds) each time. Without membarrier (old kernels, seccomp) the lock is never biased,
+// and the tests check that mode too. Thread-safe; Lock/Unlock pair on one thread.
 #pragma once
 
 #include <sched.h>
