@@ -21,22 +21,36 @@ bool RegisterMembarrier() {
   return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
-bool HeavyBarrier() { return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0; }
+bool Membarrier(void* /*context*/) {
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
 
 }  // namespace
 
-BiasedLock::BiasedLock() : bias_enabled_(RegisterMembarrier()) {}
+BiasedLock::BiasedLock() : BiasedLock(Membarrier, nullptr) {}
+
+BiasedLock::BiasedLock(HeavyBarrier barrier, void* context)
+    : barrier_(barrier), barrier_context_(context), bias_enabled_(RegisterMembarrier()) {}
+
+void BiasedLock::WaitOutRevocation() {
+  revocation_waits_.fetch_add(1, std::memory_order_relaxed);
+  // The revoker may be off the CPU (its system call rescheduled it): give it the core.
+  while (revoking_.load(std::memory_order_relaxed)) sched_yield();
+}
 
 bool BiasedLock::AfterInnerLocked(int spins) {
   const void* self = Self();
   const void* owner = owner_.load(std::memory_order_relaxed);
   if (owner != nullptr && owner != self) {
+    revoking_.store(true, std::memory_order_relaxed);
     owner_.store(nullptr, std::memory_order_relaxed);
-    if (!HeavyBarrier()) bias_enabled_ = false;  // registered, so only a seccomp filter: stay off
+    // Registered, so a failure is only a seccomp filter: stay unbiased.
+    if (!barrier_(barrier_context_)) bias_enabled_ = false;
     ++revocations_;
   }
   // An owner that entered before the barrier is still inside: wait for it. Once the owner is
   // cleared no one enters that way, so the flag only falls; a later holder checks it again.
+  // The revocation stays in progress (others wait for it) until the revoker unlocks.
   for (int i = 0; busy_.load(std::memory_order_acquire); ++i) {
     if (i >= spins) return false;
 #if defined(__x86_64__)
@@ -62,6 +76,7 @@ void BiasedLock::ResetForChild() {
   owner_.store(nullptr, std::memory_order_relaxed);
   busy_.store(false, std::memory_order_relaxed);
   held_by_owner_ = false;
+  revoking_.store(false, std::memory_order_relaxed);
   run_thread_ = nullptr;
   run_length_ = 0;
   // Registration belongs to the address space; the child's is new.

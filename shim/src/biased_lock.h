@@ -14,6 +14,13 @@
 // second thread taking the lock once every ~kBiasAfter ops of the first: a membarrier (a few
 // microseconds) each time. Without membarrier (old kernels, seccomp) the lock is never biased,
 // and the tests check that mode too. Thread-safe; Lock/Unlock pair on one thread.
+//
+// A revocation holds the inner lock across a system call, which may also reschedule the revoker:
+// far longer than a bounded try spins. Since the revoker is usually not a launching thread (the
+// daemon client's thread setting a policy's boundary), a bounded try that meets a revocation in
+// progress waits it out (and the revoker's critical section after it) instead of failing: a
+// launch record must be dropped only for contention with another launching thread (docs/shim.md,
+// "Limits"), never because a policy arrived.
 #pragma once
 
 #include <sched.h>
@@ -30,14 +37,22 @@ class BiasedLock {
   /// Consecutive inner-lock acquisitions by one thread after which it becomes the owner.
   static constexpr std::uint32_t kBiasAfter = 64;
 
+  /// The heavy side of the asymmetric fence (membarrier); tests pass a slower one.
+  using HeavyBarrier = bool (*)(void* context);
+
   BiasedLock();
+  BiasedLock(HeavyBarrier barrier, void* context);
 
   /// Hot path: true when acquired within `spins` attempts at the inner lock (the owner always
-  /// enters at once).
+  /// enters at once); a revocation in progress is waited for, however long it takes.
   bool TryLockBounded(int spins = 512) {
     if (TryOwnerEnter()) return true;
-    if (!inner_.TryLockBounded(spins)) return false;
+    while (!inner_.TryLockBounded(spins)) {
+      if (!revoking_.load(std::memory_order_relaxed)) return false;
+      WaitOutRevocation();
+    }
     if (AfterInnerLocked(spins)) return true;
+    EndRevocation();
     inner_.Unlock();
     return false;
   }
@@ -52,6 +67,7 @@ class BiasedLock {
       held_by_owner_ = false;
       busy_.store(false, std::memory_order_release);
     } else {
+      EndRevocation();  // if this holder revoked: its critical section is over too
       inner_.Unlock();
     }
   }
@@ -64,6 +80,10 @@ class BiasedLock {
   /// Counters, read under the lock or after the threads that used it were joined.
   std::uint64_t owner_entries() const { return owner_entries_; }
   std::uint64_t revocations() const { return revocations_; }
+  /// Bounded tries that met a revocation in progress and waited for it (any thread, any time).
+  std::uint64_t revocation_waits() const {
+    return revocation_waits_.load(std::memory_order_relaxed);
+  }
 
  private:
   static const void* Self() {
@@ -95,8 +115,14 @@ class BiasedLock {
   /// then false: the caller lets the inner lock go) for an owner still inside, and counts the
   /// run that may bias the lock to this thread.
   bool AfterInnerLocked(int spins);
+  void EndRevocation() { revoking_.store(false, std::memory_order_relaxed); }
+  void WaitOutRevocation();  // out of line: the slow path
 
   SpinLock inner_;
+  HeavyBarrier barrier_;
+  void* barrier_context_ = nullptr;
+  std::atomic<bool> revoking_{false};  // set by a revoker, cleared when it unlocks
+  std::atomic<std::uint64_t> revocation_waits_{0};
   std::atomic<const void*> owner_{nullptr};
   std::atomic<bool> busy_{false};  // the owner is inside
   bool held_by_owner_ = false;     // written by whoever holds the lock

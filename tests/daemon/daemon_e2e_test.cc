@@ -373,7 +373,8 @@ TEST_F(PatternReplayTest, ShouldCutTheReplayedMegatronTraceAtTheBoundaryPattern)
                           &text, replay_);
   const std::uint64_t ops_16 = OpsTotal() - ops_4;
   // Ground truth: twelve more replayed iterations add exactly twelve iterations' ops.
-  ASSERT_EQ((ops_16 - ops_4) % 12, 0u) << ops_4 << " ops in 4 iterations, " << ops_16 << " in 16";
+  ASSERT_EQ((ops_16 - ops_4) % 12, 0u)
+      << ops_4 << " ops in 4 iterations, " << ops_16 << " in 16; " << Lost();
   const std::uint64_t ops_per_iteration = (ops_16 - ops_4) / 12;
   ASSERT_TRUE(d.is_object());
   EXPECT_EQ(d["boundary"]["source"], "pattern") << d.dump(2);

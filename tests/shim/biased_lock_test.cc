@@ -67,6 +67,51 @@ TEST(BiasedLockTest, AnOwnerInsideMakesABoundedTryFailUntilItLeaves) {
   EXPECT_TRUE(got);
 }
 
+// A revocation holds the inner lock across a system call that may reschedule the revoker (the
+// daemon client's thread setting a policy's boundary, CI saw a launch record lost to it). The
+// owner's next bounded try waits for the revocation instead of failing: the barrier here lasts
+// until the owner is seen waiting (or has given up, which fails the test at once).
+TEST(BiasedLockTest, ABoundedTryWaitsOutARevocationInsteadOfFailing) {
+  struct Revocation {
+    BiasedLock* lock = nullptr;
+    std::atomic<bool> in_barrier{false};
+    std::atomic<bool> owner_returned{false};
+  } revocation;
+  auto slow_barrier = [](void* context) {
+    auto* r = static_cast<Revocation*>(context);
+    r->in_barrier.store(true, std::memory_order_release);
+    while (r->lock->revocation_waits() == 0 && !r->owner_returned.load(std::memory_order_acquire)) {
+      std::this_thread::yield();
+    }
+    return true;
+  };
+  BiasedLock lock(slow_barrier, &revocation);
+  revocation.lock = &lock;
+  for (std::uint64_t i = 0; i < kRun; ++i) {
+    lock.Lock();
+    lock.Unlock();
+  }
+  if (!lock.bias_enabled()) GTEST_SKIP() << "no membarrier here: nothing to revoke";
+  std::uint64_t counter = 0;
+  std::thread revoker([&] {
+    lock.Lock();
+    ++counter;
+    lock.Unlock();
+  });
+  while (!revocation.in_barrier.load(std::memory_order_acquire)) std::this_thread::yield();
+  const bool got = lock.TryLockBounded(16);
+  revocation.owner_returned.store(true, std::memory_order_release);
+  if (got) {
+    ++counter;
+    lock.Unlock();
+  }
+  revoker.join();
+  EXPECT_TRUE(got);
+  EXPECT_EQ(lock.revocation_waits(), 1u);
+  EXPECT_EQ(lock.revocations(), 1u);
+  EXPECT_EQ(counter, got ? 2u : 1u);
+}
+
 TEST(BiasedLockTest, ThreadsTakingTurnsNeverBiasIt) {
   BiasedLock lock;
   std::atomic<int> turn{0};
