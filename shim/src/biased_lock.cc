@@ -32,10 +32,15 @@ BiasedLock::BiasedLock() : BiasedLock(Membarrier, nullptr) {}
 BiasedLock::BiasedLock(HeavyBarrier barrier, void* context)
     : barrier_(barrier), barrier_context_(context), bias_enabled_(RegisterMembarrier()) {}
 
-void BiasedLock::WaitOutRevocation() {
-  revocation_waits_.fetch_add(1, std::memory_order_relaxed);
-  // The revoker may be off the CPU (its system call rescheduled it): give it the core.
-  while (revoking_.load(std::memory_order_relaxed)) sched_yield();
+bool BiasedLock::WaitBehindSlowHolder(int spins, bool slow_before) {
+  if (!slow_before && !SlowHolderAround()) return false;  // only bounded tries in the way
+  slow_holder_waits_.fetch_add(1, std::memory_order_relaxed);
+  do {
+    // The holder may be off the CPU (a revoker's system call rescheduled it): give it the core.
+    sched_yield();
+    if (inner_.TryLockBounded(spins)) return true;
+  } while (SlowHolderAround());
+  return inner_.TryLockBounded(spins);
 }
 
 bool BiasedLock::AfterInnerLocked(int spins) {
@@ -77,6 +82,8 @@ void BiasedLock::ResetForChild() {
   busy_.store(false, std::memory_order_relaxed);
   held_by_owner_ = false;
   revoking_.store(false, std::memory_order_relaxed);
+  slow_lockers_.store(0, std::memory_order_relaxed);
+  held_slow_ = false;
   run_thread_ = nullptr;
   run_length_ = 0;
   // Registration belongs to the address space; the child's is new.

@@ -15,18 +15,19 @@
 // microseconds) each time. Without membarrier (old kernels, seccomp) the lock is never biased,
 // and the tests check that mode too. Thread-safe; Lock/Unlock pair on one thread.
 //
-// A revocation holds the inner lock across a system call, which may also reschedule the revoker:
-// far longer than a bounded try spins. Since the revoker is usually not a launching thread (the
-// daemon client's thread setting a policy's boundary), a bounded try that meets a revocation in
-// progress waits it out (and the revoker's critical section after it) instead of failing: a
-// launch record must be dropped only for contention with another launching thread (docs/shim.md,
-// "Limits"), never because a policy arrived.
+// A bounded try fails only against another bounded try (launching threads contending: the caller
+// drops its record, docs/shim.md "Limits"). Behind a Lock() holder (allocation, free and sync
+// records, the daemon client's thread setting a policy's boundary) or a revocation in progress —
+// which holds the inner lock across a system call that may reschedule the revoker, far longer
+// than a bounded try spins — it waits: a launch record must never be lost because a policy
+// arrived.
 #pragma once
 
 #include <sched.h>
 
 #include <atomic>
 #include <cstdint>
+#include <utility>
 
 #include "spin_lock.h"
 
@@ -44,13 +45,12 @@ class BiasedLock {
   BiasedLock(HeavyBarrier barrier, void* context);
 
   /// Hot path: true when acquired within `spins` attempts at the inner lock (the owner always
-  /// enters at once); a revocation in progress is waited for, however long it takes.
+  /// enters at once); a Lock() caller or a revocation in the way is waited for, however long.
   bool TryLockBounded(int spins = 512) {
     if (TryOwnerEnter()) return true;
-    while (!inner_.TryLockBounded(spins)) {
-      if (!revoking_.load(std::memory_order_relaxed)) return false;
-      WaitOutRevocation();
-    }
+    // Read before spinning too: a slow holder may leave between the last spin and a later read.
+    const bool slow_before = SlowHolderAround();
+    if (!inner_.TryLockBounded(spins) && !WaitBehindSlowHolder(spins, slow_before)) return false;
     if (AfterInnerLocked(spins)) return true;
     EndRevocation();
     inner_.Unlock();
@@ -59,17 +59,21 @@ class BiasedLock {
   /// Slow paths only (may yield the CPU).
   void Lock() {
     if (TryOwnerEnter()) return;
+    slow_lockers_.fetch_add(1, std::memory_order_relaxed);  // before it can hold anyone up
     inner_.Lock();
     while (!AfterInnerLocked(512)) sched_yield();  // an owner preempted inside
+    held_slow_ = true;
   }
   void Unlock() {
     if (held_by_owner_) {
       held_by_owner_ = false;
       busy_.store(false, std::memory_order_release);
-    } else {
-      EndRevocation();  // if this holder revoked: its critical section is over too
-      inner_.Unlock();
+      return;
     }
+    EndRevocation();  // if this holder revoked: its critical section is over too
+    const bool slow = std::exchange(held_slow_, false);
+    inner_.Unlock();
+    if (slow) slow_lockers_.fetch_sub(1, std::memory_order_relaxed);
   }
 
   /// In a fork child (one thread, no holder): back to the unbiased state; registers again.
@@ -80,9 +84,9 @@ class BiasedLock {
   /// Counters, read under the lock or after the threads that used it were joined.
   std::uint64_t owner_entries() const { return owner_entries_; }
   std::uint64_t revocations() const { return revocations_; }
-  /// Bounded tries that met a revocation in progress and waited for it (any thread, any time).
-  std::uint64_t revocation_waits() const {
-    return revocation_waits_.load(std::memory_order_relaxed);
+  /// Bounded tries that met a Lock() caller or a revocation and waited (any thread, any time).
+  std::uint64_t slow_holder_waits() const {
+    return slow_holder_waits_.load(std::memory_order_relaxed);
   }
 
  private:
@@ -116,13 +120,21 @@ class BiasedLock {
   /// run that may bias the lock to this thread.
   bool AfterInnerLocked(int spins);
   void EndRevocation() { revoking_.store(false, std::memory_order_relaxed); }
-  void WaitOutRevocation();  // out of line: the slow path
+  /// After a failed bounded try: true once the inner lock is taken behind a Lock() caller or a
+  /// revocation; false when only bounded tries were in the way. Out of line: the slow path.
+  bool WaitBehindSlowHolder(int spins, bool slow_before);
+  bool SlowHolderAround() const {
+    return revoking_.load(std::memory_order_relaxed) ||
+           slow_lockers_.load(std::memory_order_relaxed) != 0;
+  }
 
   SpinLock inner_;
   HeavyBarrier barrier_;
   void* barrier_context_ = nullptr;
-  std::atomic<bool> revoking_{false};  // set by a revoker, cleared when it unlocks
-  std::atomic<std::uint64_t> revocation_waits_{0};
+  std::atomic<bool> revoking_{false};           // set by a revoker, cleared when it unlocks
+  std::atomic<std::uint32_t> slow_lockers_{0};  // Lock() callers waiting or inside
+  bool held_slow_ = false;                      // written by whoever holds the lock
+  std::atomic<std::uint64_t> slow_holder_waits_{0};
   std::atomic<const void*> owner_{nullptr};
   std::atomic<bool> busy_{false};  // the owner is inside
   bool held_by_owner_ = false;     // written by whoever holds the lock
