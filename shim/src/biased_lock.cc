@@ -32,8 +32,12 @@ BiasedLock::BiasedLock() : BiasedLock(Membarrier, nullptr) {}
 BiasedLock::BiasedLock(HeavyBarrier barrier, void* context)
     : barrier_(barrier), barrier_context_(context), bias_enabled_(RegisterMembarrier()) {}
 
-bool BiasedLock::WaitBehindSlowHolder(int spins, bool slow_before) {
-  if (!slow_before && !SlowHolderAround()) return false;  // only bounded tries in the way
+bool BiasedLock::WaitBehindSlowHolder(int spins, std::uint64_t slow_before) {
+  if ((slow_before & kSlowInsideMask) == 0 &&
+      slow_.load(std::memory_order_relaxed) == slow_before &&
+      !revoking_.load(std::memory_order_relaxed)) {
+    return false;  // no Lock() caller here during the spin: only bounded tries in the way
+  }
   slow_holder_waits_.fetch_add(1, std::memory_order_relaxed);
   do {
     // The holder may be off the CPU (a revoker's system call rescheduled it): give it the core.
@@ -82,7 +86,7 @@ void BiasedLock::ResetForChild() {
   busy_.store(false, std::memory_order_relaxed);
   held_by_owner_ = false;
   revoking_.store(false, std::memory_order_relaxed);
-  slow_lockers_.store(0, std::memory_order_relaxed);
+  slow_.store(0, std::memory_order_relaxed);
   held_slow_ = false;
   run_thread_ = nullptr;
   run_length_ = 0;

@@ -48,8 +48,8 @@ class BiasedLock {
   /// enters at once); a Lock() caller or a revocation in the way is waited for, however long.
   bool TryLockBounded(int spins = 512) {
     if (TryOwnerEnter()) return true;
-    // Read before spinning too: a slow holder may leave between the last spin and a later read.
-    const bool slow_before = SlowHolderAround();
+    // Read before spinning too: a slow holder may come and go within the spin.
+    const std::uint64_t slow_before = slow_.load(std::memory_order_relaxed);
     if (!inner_.TryLockBounded(spins) && !WaitBehindSlowHolder(spins, slow_before)) return false;
     if (AfterInnerLocked(spins)) return true;
     EndRevocation();
@@ -59,7 +59,7 @@ class BiasedLock {
   /// Slow paths only (may yield the CPU).
   void Lock() {
     if (TryOwnerEnter()) return;
-    slow_lockers_.fetch_add(1, std::memory_order_relaxed);  // before it can hold anyone up
+    slow_.fetch_add(kSlowEntry | 1, std::memory_order_relaxed);  // before it can hold anyone up
     inner_.Lock();
     while (!AfterInnerLocked(512)) sched_yield();  // an owner preempted inside
     held_slow_ = true;
@@ -73,7 +73,7 @@ class BiasedLock {
     EndRevocation();  // if this holder revoked: its critical section is over too
     const bool slow = std::exchange(held_slow_, false);
     inner_.Unlock();
-    if (slow) slow_lockers_.fetch_sub(1, std::memory_order_relaxed);
+    if (slow) slow_.fetch_sub(1, std::memory_order_relaxed);
   }
 
   /// In a fork child (one thread, no holder): back to the unbiased state; registers again.
@@ -120,20 +120,25 @@ class BiasedLock {
   /// run that may bias the lock to this thread.
   bool AfterInnerLocked(int spins);
   void EndRevocation() { revoking_.store(false, std::memory_order_relaxed); }
-  /// After a failed bounded try: true once the inner lock is taken behind a Lock() caller or a
-  /// revocation; false when only bounded tries were in the way. Out of line: the slow path.
-  bool WaitBehindSlowHolder(int spins, bool slow_before);
+  /// After a failed bounded try (`slow_before`: slow_ before it spun): true once the inner lock
+  /// is taken behind a Lock() caller or a revocation; false when only bounded tries were in the
+  /// way. Out of line: the slow path.
+  bool WaitBehindSlowHolder(int spins, std::uint64_t slow_before);
   bool SlowHolderAround() const {
     return revoking_.load(std::memory_order_relaxed) ||
-           slow_lockers_.load(std::memory_order_relaxed) != 0;
+           (slow_.load(std::memory_order_relaxed) & kSlowInsideMask) != 0;
   }
 
   SpinLock inner_;
   HeavyBarrier barrier_;
   void* barrier_context_ = nullptr;
-  std::atomic<bool> revoking_{false};           // set by a revoker, cleared when it unlocks
-  std::atomic<std::uint32_t> slow_lockers_{0};  // Lock() callers waiting or inside
-  bool held_slow_ = false;                      // written by whoever holds the lock
+  std::atomic<bool> revoking_{false};  // set by a revoker, cleared when it unlocks
+  // Lock() callers: entries ever made (high half, so that one who came and went within a spin
+  // is seen) and callers waiting or inside (low half).
+  static constexpr std::uint64_t kSlowEntry = std::uint64_t{1} << 32;
+  static constexpr std::uint64_t kSlowInsideMask = kSlowEntry - 1;
+  std::atomic<std::uint64_t> slow_{0};
+  bool held_slow_ = false;  // written by whoever holds the lock
   std::atomic<std::uint64_t> slow_holder_waits_{0};
   std::atomic<const void*> owner_{nullptr};
   std::atomic<bool> busy_{false};  // the owner is inside
