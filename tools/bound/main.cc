@@ -6,8 +6,10 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -16,7 +18,11 @@
 #include "chameleon/cli/byte_size_option.h"
 #include "chameleon/cli/guarded_main.h"
 #include "chameleon/ipc/byte_size.h"
+#include "chameleon/policy/device_profile.h"
+#include "chameleon/policy/memory.h"
+#include "chameleon/policy/profile_json.h"
 #include "chameleon/policy/transfer_bound.h"
+#include "chameleon/policy/working_set_bound.h"
 
 namespace {
 
@@ -70,6 +76,36 @@ chameleon::policy::StageBoundInput ParseStage(const std::string& text) {
     throw CLI::ValidationError("--stage", "needs peak=, compute=, out-bw= and in-bw=");
   }
   return s;
+}
+
+/// The working-set bound of the profile at `path` (device 0 of a multi-device one) as JSON, or
+/// an error message in `*error`.
+nlohmann::json WorkingSet(const std::string& path, std::uint64_t limit, double out_bw,
+                          std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) {
+    *error = "cannot read " + path;
+    return {};
+  }
+  chameleon::policy::Profile profile;
+  try {
+    profile = chameleon::policy::ProfileFromJson(text.str());
+  } catch (const chameleon::policy::ProfileFormatError& e) {
+    *error = path + ": " + e.what();
+    return {};
+  }
+  if (const std::string bad = chameleon::policy::ValidateProfile(profile); !bad.empty()) {
+    *error = path + ": " + bad;
+    return {};
+  }
+  profile = chameleon::policy::ProjectToDevice(profile, 0).profile;
+  const chameleon::policy::WorkingSetBound w =
+      chameleon::policy::ComputeWorkingSetBound(profile, limit, out_bw);
+  return {{"feasible", w.feasible}, {"compute_s", w.compute_s},    {"stall_s", w.stall_s},
+          {"bound_s", w.bound_s},   {"out_bytes", w.out_bytes},    {"boundaries", w.boundaries},
+          {"worst_op", w.worst_op}, {"worst_bytes", w.worst_bytes}};
 }
 
 int PrintPipeline(const chameleon::policy::PipelineBoundInput& in) {
@@ -127,6 +163,10 @@ int Run(int argc, char** argv) {
                                     "the largest working set of a single op");
   chameleon::cli::AddByteSizeOption(app, "--reserve", &in.reserve_bytes,
                                     "the executor's reserve on the device");
+  std::string profile_path;
+  app.add_option("--profile", profile_path,
+                 "a detailed profile of the step (docs/profile-format.md): adds its working-set "
+                 "bound (docs/policy.md \"Working-set bound\")");
   CLI::App* pipeline =
       app.add_subcommand("pipeline",
                          "the bound of a 1F1B pipeline, one stage per device "
@@ -180,6 +220,21 @@ int Run(int argc, char** argv) {
     j["relative_throughput"] = b.relative_throughput;
     j["windowed_s"] = b.windowed_s;
     j["windowed_relative_throughput"] = b.windowed_relative_throughput;
+  }
+  if (!profile_path.empty()) {
+    std::string error;
+    const nlohmann::json w = WorkingSet(profile_path, in.limit_bytes, in.out_bytes_per_s, &error);
+    if (!error.empty()) {
+      std::fprintf(stderr, "chameleon-bound: %s\n", error.c_str());
+      return 2;
+    }
+    j["working_set"] = w;
+    if (b.status == chameleon::policy::TransferBoundStatus::kOk && w["feasible"].get<bool>()) {
+      // Both bounds hold: the step is at least as long as the longer of them.
+      const double combined = std::max(b.windowed_s, w["bound_s"].get<double>());
+      j["combined_s"] = combined;
+      j["combined_relative_throughput"] = in.unlimited_s / combined;
+    }
   }
   std::cout << j.dump() << "\n";
   if (b.status == chameleon::policy::TransferBoundStatus::kInvalid) {

@@ -3,8 +3,12 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "chameleon/policy/profile.h"
+#include "chameleon/policy/profile_json.h"
 
 namespace {
 
@@ -70,6 +74,51 @@ TEST(BoundCli, ShouldSayInfeasibleBelowTheLargestOpAndRejectBadInput) {
   EXPECT_NE(
       Bound("--peak lots --limit 3GB --out-bw 1 --in-bw 1 --unlimited-s 1 --forward-s 0").status,
       0);
+}
+
+// --profile: the working-set bound of working_set_bound_test.cc's first case (scores and a buffer
+// at op 0, scores and the probabilities at op 1; 3 x 256 MiB against 729 MB): 256 MiB must leave
+// between the ops, 10.737 ms at 25 GB/s, on top of 0.02 s of compute.
+TEST(BoundCli, ShouldAddTheWorkingSetBoundOfAProfile) {
+  using namespace chameleon::policy;
+  Profile p;
+  p.iteration_s = 0.02;
+  p.ops.resize(2);
+  for (int t = 0; t < 3; ++t) {
+    ProfileTensor tensor;
+    tensor.bytes = 256u << 20;
+    p.tensors.push_back(tensor);
+  }
+  p.ops[0].writes = {0};
+  p.ops[0].reads = {1};
+  p.ops[1].reads = {0};
+  p.ops[1].writes = {2};
+  p.tensors[0].uses = {0, 1};
+  p.tensors[1].uses = {0};
+  p.tensors[2].uses = {1};
+  p.tensors[2].alloc_op = 1;
+  const std::string path = ::testing::TempDir() + "bound_cli_profile.json";
+  std::ofstream(path) << ProfileToJson(p);
+  const std::string common =
+      "--peak 805306368 --limit 729000000 --out-bw 25GB --in-bw 25GB --unlimited-s 0.02 "
+      "--forward-s 0.01 --profile ";
+  const CliResult run = Bound(common + path);
+  ASSERT_EQ(run.status, 0) << run.out;
+  const auto j = nlohmann::json::parse(run.out);
+  const auto& ws = j["working_set"];
+  EXPECT_TRUE(ws["feasible"].get<bool>());
+  EXPECT_EQ(ws["out_bytes"].get<std::uint64_t>(), 256u << 20);
+  EXPECT_EQ(ws["boundaries"].get<int>(), 1);
+  EXPECT_DOUBLE_EQ(ws["stall_s"].get<double>(), 268435456.0 / 25e9);
+  // The byte count alone allows unlimited speed (76 MB over a 25 GB/s link); the working sets
+  // do not.
+  EXPECT_DOUBLE_EQ(j["bound_s"].get<double>(), 0.02);
+  EXPECT_DOUBLE_EQ(j["combined_s"].get<double>(), 0.02 + 268435456.0 / 25e9);
+  // A profile that is not there, or not a profile, is a usage error.
+  EXPECT_EQ(Bound(common + path + ".missing").status, 2);
+  std::ofstream(path) << "{\"ops\": 3}";
+  EXPECT_EQ(Bound(common + path).status, 2);
+  std::remove(path.c_str());
 }
 
 }  // namespace
