@@ -1,6 +1,8 @@
 """What scripts/evaluate measures for one workload: the unlimited reference, --recompute, the plain
 run at the limit, and Chameleon at the limit with the daemon's policy and with the policy off."""
+import json
 import os
+import subprocess
 import tempfile
 from dataclasses import dataclass, field
 
@@ -103,6 +105,9 @@ class Measurement:
     swap: runs.Result = None
     off: runs.Result = None
     off_ref: runs.Result = None  # unlimited, off_steps long (the policy-off run's reference)
+    # chameleon-bound's "working_set" answer for the replayed step's profile (None: not taken):
+    # the bytes that must leave between two ops while the compute stream waits.
+    working_set: dict = None
     notes: list = field(default_factory=list)
 
     def window(self, which):
@@ -150,12 +155,49 @@ class Measurement:
             return over
         return max(over, 2 * max(0, over - self.ref.persistent))
 
+    def working_set_time(self, bandwidth=HOST_LINK):
+        """The working-set bound at `bandwidth` (docs/policy.md "Working-set bound"): the step's
+        compute plus the bytes that must leave between two ops while it waits; None if not taken."""
+        ws = self.working_set
+        if not ws or not ws.get("feasible"):
+            return None
+        return ws["compute_s"] + ws["out_bytes"] / bandwidth
+
     def bound_time(self, bandwidth=HOST_LINK):
-        """Least step time any swap policy can reach (see bound_bytes)."""
+        """Least step time any swap policy can reach (see bound_bytes), and for a replayed trace
+        no less than its working-set bound."""
         t = self.t("ref")
         if t is None:
             return None
-        return max(t, self.bound_bytes() / bandwidth)
+        return max(t, self.bound_bytes() / bandwidth, self.working_set_time(bandwidth) or 0)
+
+    def bandwidth_for(self, fraction):
+        """The host link at which the bound reaches `fraction` of unlimited; None when no link
+        does (the step's compute alone is longer than unlimited / fraction)."""
+        t = self.t("ref")
+        if not t:
+            return None
+        need = fraction * self.bound_bytes() / t
+        ws = self.working_set
+        if ws and ws.get("feasible") and ws["out_bytes"] > 0:
+            room = t / fraction - ws["compute_s"]
+            if room <= 0:
+                return None
+            need = max(need, ws["out_bytes"] / room)
+        return need
+
+
+def working_set(build, profile, peak, limit, unlimited_s):
+    """chameleon-bound's working-set answer (policy::ComputeWorkingSetBound, tested) for
+    `profile` at `limit` over simgpu's default host link, or {"error": …}."""
+    cmd = [build.bin("chameleon-bound"), "--peak", str(peak), "--limit", str(limit),
+           "--out-bw", str(int(HOST_LINK)), "--in-bw", str(int(HOST_LINK)),
+           "--unlimited-s", f"{unlimited_s:.9f}", "--forward-s", "0", "--profile", profile]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        return json.loads(p.stdout)["working_set"]
+    except (ValueError, KeyError):
+        return {"error": (p.stderr or p.stdout).strip()[-200:]}
 
 
 def measure(cfg, w, topology=None):
@@ -163,11 +205,25 @@ def measure(cfg, w, topology=None):
     m = Measurement(w)
     env0 = simgpu_env(cfg.build, None, topology)
     cfg.log(f"  {w.name}: unlimited")
-    m.ref = runs.run(w.argv(cfg.build, w.steps), env0, cfg.timeout)
-    if not m.ref.ok:
-        m.notes.append(f"unlimited run failed (rc {m.ref.rc}): {m.ref.stderr.strip()[-200:]}")
-        return m
-    m.memory = m.ref.peak // cfg.divisor
+    profile = None
+    extra = []
+    if w.kind == "replay":  # its detailed profile, for the working-set bound
+        profile = tempfile.NamedTemporaryFile(prefix="profile-", suffix=".json", delete=False).name
+        extra = ["--emit-profile", profile]
+    try:
+        m.ref = runs.run(w.argv(cfg.build, w.steps, extra), env0, cfg.timeout)
+        if not m.ref.ok:
+            m.notes.append(f"unlimited run failed (rc {m.ref.rc}): {m.ref.stderr.strip()[-200:]}")
+            return m
+        m.memory = m.ref.peak // cfg.divisor
+        if profile:
+            m.working_set = working_set(cfg.build, profile, m.ref.peak, m.memory, m.t("ref"))
+            if m.working_set.get("error"):
+                m.notes.append(f"working-set bound: {m.working_set['error']}")
+                m.working_set = None
+    finally:
+        if profile:
+            os.unlink(profile)
     if w.kind == "trainer" and "--recompute" not in w.args:
         cfg.log(f"  {w.name}: --recompute")
         m.recompute = runs.run(w.argv(cfg.build, 3, ["--recompute"]), env0, cfg.timeout)

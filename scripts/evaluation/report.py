@@ -69,7 +69,8 @@ def rows(ms_):
         out.append(dict(m=m, unl=t_unl, swap=t_swap, off=t_off, rc=t_rc, rel=rel,
                         vs_unl=rel["swap"], vs_off=ratio(rel["swap"], rel["off"]),
                         vs_rc=ratio(rel["swap"], rel["recompute"]), bound=ratio(t_unl, bound),
-                        need_bw=(0.9 * m.bound_bytes() / t_unl) if t_unl else None))
+                        need_bw=m.bandwidth_for(0.9),
+                        ws_binds=(m.working_set_time() or 0) >= (bound or 0) > 0))
     return out
 
 
@@ -243,10 +244,11 @@ def notes(rs):
 
 def reading(rs):
     """The physics in one paragraph, from the measured numbers."""
-    low = [r for r in rs if r["bound"] is not None and r["bound"] < 0.9]
+    ws_low = [r for r in rs if r["bound"] is not None and r["bound"] < 0.9 and r["ws_binds"]]
+    low = [r for r in rs if r["bound"] is not None and r["bound"] < 0.9 and not r["ws_binds"]]
     high = [r["m"].workload.name for r in rs if r["bound"] is not None and r["bound"] >= 0.9]
     eff = [r["vs_unl"] / r["bound"] for r in rs if r["vs_unl"] and r["bound"]]
-    if not low and not high:
+    if not low and not high and not ws_low:
         return NM
     text = ""
     if low:
@@ -262,6 +264,16 @@ def reading(rs):
                  f"{min(need):.0f}–{max(need):.0f} GB/s per direction. For them the goals against "
                  f"unlimited memory and against `--recompute` (one extra forward pass) are out of "
                  f"reach for any policy. ")
+    for r in ws_low:
+        ws = r["m"].working_set
+        need = f"{r['need_bw'] / 1e9:.0f} GB/s" if r["need_bw"] else "no host link"
+        text += (f"For {r['m'].workload.name} the bytes are not the limit but the working sets: "
+                 f"at {ws['boundaries']} pairs of consecutive ops the tensors of both do not fit "
+                 f"the limit together, so {ws['out_bytes'] / 1e9:.1f} GB must leave between the "
+                 f"two ops of each pair while the compute stream waits (a copy cannot start "
+                 f"before the last kernel that may write its tensor), at most "
+                 f"{r['bound']:.2f}× of unlimited (the working-set bound, docs/policy.md); 0.9× "
+                 f"would need {need}. ")
     if high:
         text += f"The link is not the limit for: {', '.join(high)}. "
     text += "What the implementation controls is how close it gets to the bound"
@@ -321,7 +333,11 @@ line from an unlimited run). Columns:
   replayer print) belong to this step alone: written before the peak (forward) and read after it
   (backward), so their way out ends before the peak and their way back starts after it, and the
   two directions cannot overlap for them. Hence a step takes at least max(unlimited step,
-  (peak − limit) / bw, 2 · (peak − limit − persistent) / bw).
+  (peak − limit) / bw, 2 · (peak − limit − persistent) / bw). For a replayed trace also the
+  **working-set bound** (`chameleon-bound --profile`, docs/policy.md): where the tensors of two
+  consecutive ops do not fit the limit together, whole tensors of the first must leave after it
+  ends and before the second starts, while the compute stream waits; the step is at least its
+  compute plus those bytes over the link. The column is the tighter of the two.
   **host link for 0.9×**: the bandwidth at which that bound reaches 0.9×.
 - **stall fraction** = 1 − unlimited / Chameleon step time: the share of the step the compute stream
   waits (for transfers, or for the shim's own driver calls at 1 µs each). **Counted stalls**: the
