@@ -253,8 +253,8 @@ def reading(rs):
     text = ""
     if low:
         bounds = [r["bound"] for r in low]
-        need = [r["need_bw"] / 1e9 for r in low]
-        text += (f"For {len(low)} of the {len(low) + len(high)} workloads, at most "
+        need = [r["need_bw"] / 1e9 for r in low if r["need_bw"]] or [float("nan")]
+        text += (f"For {len(low)} of the {len(low) + len(high) + len(ws_low)} workloads, at most "
                  f"{min(bounds):.2f}×–{max(bounds):.2f}× of the unlimited throughput is reachable "
                  f"by any swapping policy on this simulated machine: three quarters of the peak must "
                  f"leave over a 25 GB/s link before the peak and come back after it every step, and "
