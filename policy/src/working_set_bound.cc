@@ -89,6 +89,7 @@ WorkingSetBound ComputeWorkingSetBound(const Profile& profile, std::uint64_t lim
       std::uint64_t stay_bytes = 0;
       for (const std::uint32_t t : current) {
         if (stamp[t] == mark_needed || stamp[t] == mark_needed + 1) continue;
+        if (profile.tensors[t].bytes == 0) continue;  // moving it makes no room: not a candidate
         stay.push_back(profile.tensors[t].bytes);
         stay_bytes += profile.tensors[t].bytes;
       }

@@ -105,6 +105,18 @@ TEST(WorkingSetBoundTest, ShouldTakeTheFractionalExcessBeyondSixteenCandidates) 
   EXPECT_EQ(b.out_bytes, 20u);
 }
 
+TEST(WorkingSetBoundTest, ShouldNotCountZeroByteTensorsAmongTheCandidates) {
+  // The exact case above plus 20 empty tensors at op 0: still 60 + 50 = 110, not the
+  // fractional 105 that more than 16 candidates would fall back to.
+  Profile p = Make(2, {100, 60, 50, 115});
+  for (int k = 0; k < 20; ++k) p.tensors.push_back(ProfileTensor{});
+  std::vector<std::uint32_t> first{0, 1, 2};
+  for (std::uint32_t t = 4; t < 24; ++t) first.push_back(t);
+  Use(&p, 0, first);
+  Use(&p, 1, {3});
+  EXPECT_EQ(ComputeWorkingSetBound(p, 220, 1e9).out_bytes, 110u);
+}
+
 TEST(WorkingSetBoundTest, ShouldSayWhichOpCannotRunAtAll) {
   // Op 1 alone needs 150 B under a 100 B limit.
   Profile p = Make(2, {40, 150});
