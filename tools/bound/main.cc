@@ -80,7 +80,7 @@ chameleon::policy::StageBoundInput ParseStage(const std::string& text) {
 
 /// The working-set bound of the profile at `path` (device 0 of a multi-device one) as JSON, or
 /// an error message in `*error`.
-nlohmann::json WorkingSet(const std::string& path, std::uint64_t limit, double out_bw,
+nlohmann::json WorkingSet(const std::string& path, std::uint64_t limit, double out_bw, double in_bw,
                           std::string* error) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
@@ -102,10 +102,18 @@ nlohmann::json WorkingSet(const std::string& path, std::uint64_t limit, double o
   }
   profile = chameleon::policy::ProjectToDevice(profile, 0).profile;
   const chameleon::policy::WorkingSetBound w =
-      chameleon::policy::ComputeWorkingSetBound(profile, limit, out_bw);
-  return {{"feasible", w.feasible}, {"compute_s", w.compute_s},    {"stall_s", w.stall_s},
-          {"bound_s", w.bound_s},   {"out_bytes", w.out_bytes},    {"boundaries", w.boundaries},
-          {"worst_op", w.worst_op}, {"worst_bytes", w.worst_bytes}};
+      chameleon::policy::ComputeWorkingSetBound(profile, limit, out_bw, in_bw);
+  return {{"feasible", w.feasible},
+          {"compute_s", w.compute_s},
+          {"stall_s", w.stall_s},
+          {"bound_s", w.bound_s},
+          {"pair_stall_s", w.pair_stall_s},
+          {"windowed", w.windowed},
+          {"tensor_windows", w.tensor_windows},
+          {"out_bytes", w.out_bytes},
+          {"boundaries", w.boundaries},
+          {"worst_op", w.worst_op},
+          {"worst_bytes", w.worst_bytes}};
 }
 
 int PrintPipeline(const chameleon::policy::PipelineBoundInput& in) {
@@ -223,7 +231,8 @@ int Run(int argc, char** argv) {
   }
   if (!profile_path.empty()) {
     std::string error;
-    const nlohmann::json w = WorkingSet(profile_path, in.limit_bytes, in.out_bytes_per_s, &error);
+    const nlohmann::json w =
+        WorkingSet(profile_path, in.limit_bytes, in.out_bytes_per_s, in.in_bytes_per_s, &error);
     if (!error.empty()) {
       std::fprintf(stderr, "chameleon-bound: %s\n", error.c_str());
       return 2;

@@ -110,6 +110,8 @@ TEST(BoundCli, ShouldAddTheWorkingSetBoundOfAProfile) {
   EXPECT_EQ(ws["out_bytes"].get<std::uint64_t>(), 256u << 20);
   EXPECT_EQ(ws["boundaries"].get<int>(), 1);
   EXPECT_DOUBLE_EQ(ws["stall_s"].get<double>(), 268435456.0 / 25e9);
+  EXPECT_DOUBLE_EQ(ws["pair_stall_s"].get<double>(), 268435456.0 / 25e9);
+  EXPECT_FALSE(ws["windowed"].get<bool>());  // the profile has no op times
   // The byte count alone allows unlimited speed (76 MB over a 25 GB/s link); the working sets
   // do not.
   EXPECT_DOUBLE_EQ(j["bound_s"].get<double>(), 0.02);

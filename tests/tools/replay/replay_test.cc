@@ -183,6 +183,16 @@ TEST(Replay, ShouldEmitTheProfileOfOneIteration) {
   std::uint64_t max_live = 0;
   for (const auto& op : p.ops) max_live = std::max(max_live, op.bytes_live_after);
   EXPECT_EQ(max_live, r.peak);
+  // Each op carries the device time its kernel was given (the cost model here: no Kineto file),
+  // and the driver only adds to them: they sum to at most the iteration's virtual time.
+  double device_s = 0;
+  for (std::uint32_t k = w.steps[0].first_op; k < w.steps[0].end_op; ++k) {
+    const auto& op = p.ops[k - w.steps[0].first_op];
+    EXPECT_DOUBLE_EQ(op.device_s, trace::OpSeconds(w.ops[k])) << "op " << k;
+    device_s += op.device_s;
+  }
+  EXPECT_GT(device_s, 0);
+  EXPECT_LE(device_s, p.iteration_s + 1e-9);
 }
 
 // One file is one rank's trace: a folder of ranks or two files is a usage error (exit 2), caught

@@ -21,7 +21,16 @@ void PrintJoin(const trace::KinetoJoinStats& s) {
                s.rf_id_name_match, s.rf_id_name_mismatch);
 }
 
-void EmitProfile(const std::string& path, const policy::Profile& profile) {
+// The profile of step 0 with each op's device time: its recorded (Kineto) duration, else the cost
+// model, the time the replay's kernel is given (the driver may add to it, never take from it).
+// The working-set bound's windows need them (policy/working_set_bound.h).
+void EmitProfile(const std::string& path, const trace::Trace& tr, const trace::Workload& w,
+                 double iteration_s) {
+  policy::Profile profile = trace::BuildProfile(tr, w, 0, iteration_s);
+  const trace::Step& step = w.steps.at(0);
+  for (std::uint32_t k = step.first_op; k < step.end_op; ++k) {
+    profile.ops[k - step.first_op].device_s = trace::OpSeconds(w.ops[k]);
+  }
   std::ofstream out(path);
   out << policy::ProfileToJson(profile, 1) << "\n";
   if (!out) throw std::runtime_error("cannot write " + path);
@@ -46,8 +55,7 @@ int main(int argc, char** argv) {
   try {
     replayer.Run();
     if (!options.emit_profile.empty()) {
-      EmitProfile(options.emit_profile,
-                  trace::BuildProfile(tr, w, 0, replayer.first_iteration_s()));
+      EmitProfile(options.emit_profile, tr, w, replayer.first_iteration_s());
     }
   } catch (const replay::OutOfMemory& e) {
     std::fprintf(stderr, "chameleon-replay: out of memory at %s: %s\n", replayer.where().c_str(),
