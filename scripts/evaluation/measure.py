@@ -1,5 +1,6 @@
 """What scripts/evaluate measures for one workload: the unlimited reference, --recompute, the plain
 run at the limit, and Chameleon at the limit with the daemon's policy and with the policy off."""
+import atexit
 import json
 import os
 import subprocess
@@ -105,9 +106,11 @@ class Measurement:
     swap: runs.Result = None
     off: runs.Result = None
     off_ref: runs.Result = None  # unlimited, off_steps long (the policy-off run's reference)
-    # chameleon-bound's "working_set" answer for the replayed step's profile (None: not taken):
-    # the bytes that must leave between two ops while the compute stream waits.
+    # chameleon-bound's "working_set" answer for the replayed step's profile at the host link
+    # (None: not taken): the stall that working sets force while the compute stream waits.
     working_set: dict = None
+    # The same at any other link (WorkingSetSource; None: not taken).
+    working_set_source: object = None
     notes: list = field(default_factory=list)
 
     def window(self, which):
@@ -156,12 +159,14 @@ class Measurement:
         return max(over, 2 * max(0, over - self.ref.persistent))
 
     def working_set_time(self, bandwidth=HOST_LINK):
-        """The working-set bound at `bandwidth` (docs/policy.md "Working-set bound"): the step's
-        compute plus the bytes that must leave between two ops while it waits; None if not taken."""
+        """The working-set bound at `bandwidth` (docs/policy.md "The working-set bound"): the
+        step's compute plus the stall that working sets force; None if not taken."""
         ws = self.working_set
+        if ws and bandwidth != HOST_LINK and self.working_set_source:
+            ws = self.working_set_source.at(bandwidth)
         if not ws or not ws.get("feasible"):
             return None
-        return ws["compute_s"] + ws["out_bytes"] / bandwidth
+        return ws["bound_s"]
 
     def bound_time(self, bandwidth=HOST_LINK):
         """Least step time any swap policy can reach (see bound_bytes), and for a replayed trace
@@ -179,25 +184,50 @@ class Measurement:
             return None
         need = fraction * self.bound_bytes() / t
         ws = self.working_set
-        if ws and ws.get("feasible") and ws["out_bytes"] > 0:
-            room = t / fraction - ws["compute_s"]
-            if room <= 0:
+        if ws and ws.get("feasible") and ws["stall_s"] > 0:
+            # The stall is not linear in 1 / bandwidth (compute hides part of the windows'
+            # copies): bisect on a log scale, the bound falling as the link grows.
+            target = t / fraction
+            lo, hi = 1e8, 1e14
+            if ws["compute_s"] >= target or (self.working_set_time(hi) or 0) > target:
                 return None
-            need = max(need, ws["out_bytes"] / room)
+            for _ in range(30):
+                mid = (lo * hi) ** 0.5
+                if (self.working_set_time(mid) or 0) <= target:
+                    hi = mid
+                else:
+                    lo = mid
+            need = max(need, hi)
         return need
 
 
-def working_set(build, profile, peak, limit, unlimited_s):
+def working_set(build, profile, peak, limit, unlimited_s, bandwidth=HOST_LINK):
     """chameleon-bound's working-set answer (policy::ComputeWorkingSetBound, tested) for
-    `profile` at `limit` over simgpu's default host link, or {"error": …}."""
+    `profile` at `limit` over a link of `bandwidth` each way, or {"error": …}."""
     cmd = [build.bin("chameleon-bound"), "--peak", str(peak), "--limit", str(limit),
-           "--out-bw", str(int(HOST_LINK)), "--in-bw", str(int(HOST_LINK)),
+           "--out-bw", str(int(bandwidth)), "--in-bw", str(int(bandwidth)),
            "--unlimited-s", f"{unlimited_s:.9f}", "--forward-s", "0", "--profile", profile]
     p = subprocess.run(cmd, capture_output=True, text=True)
     try:
         return json.loads(p.stdout)["working_set"]
     except (ValueError, KeyError):
         return {"error": (p.stderr or p.stdout).strip()[-200:]}
+
+
+class WorkingSetSource:
+    """The working-set bound of one emitted profile at any link bandwidth (chameleon-bound, run
+    once per bandwidth). Owns the profile file: it is removed when the evaluation exits."""
+
+    def __init__(self, build, profile, peak, limit, unlimited_s):
+        self.args = (build, profile, peak, limit, unlimited_s)
+        self.cache = {}
+        atexit.register(lambda: os.path.exists(profile) and os.unlink(profile))
+
+    def at(self, bandwidth):
+        if bandwidth not in self.cache:
+            ws = working_set(*self.args, bandwidth=bandwidth)
+            self.cache[bandwidth] = None if ws.get("error") else ws
+        return self.cache[bandwidth]
 
 
 def measure(cfg, w, topology=None):
@@ -210,20 +240,20 @@ def measure(cfg, w, topology=None):
     if w.kind == "replay":  # its detailed profile, for the working-set bound
         profile = tempfile.NamedTemporaryFile(prefix="profile-", suffix=".json", delete=False).name
         extra = ["--emit-profile", profile]
-    try:
-        m.ref = runs.run(w.argv(cfg.build, w.steps, extra), env0, cfg.timeout)
-        if not m.ref.ok:
-            m.notes.append(f"unlimited run failed (rc {m.ref.rc}): {m.ref.stderr.strip()[-200:]}")
-            return m
-        m.memory = m.ref.peak // cfg.divisor
-        if profile:
-            m.working_set = working_set(cfg.build, profile, m.ref.peak, m.memory, m.t("ref"))
-            if m.working_set.get("error"):
-                m.notes.append(f"working-set bound: {m.working_set['error']}")
-                m.working_set = None
-    finally:
+    m.ref = runs.run(w.argv(cfg.build, w.steps, extra), env0, cfg.timeout)
+    if not m.ref.ok:
+        m.notes.append(f"unlimited run failed (rc {m.ref.rc}): {m.ref.stderr.strip()[-200:]}")
         if profile:
             os.unlink(profile)
+        return m
+    m.memory = m.ref.peak // cfg.divisor
+    if profile:
+        m.working_set_source = WorkingSetSource(cfg.build, profile, m.ref.peak, m.memory,
+                                                m.t("ref"))
+        m.working_set = working_set(cfg.build, profile, m.ref.peak, m.memory, m.t("ref"))
+        if m.working_set.get("error"):
+            m.notes.append(f"working-set bound: {m.working_set['error']}")
+            m.working_set = None
     if w.kind == "trainer" and "--recompute" not in w.args:
         cfg.log(f"  {w.name}: --recompute")
         m.recompute = runs.run(w.argv(cfg.build, 3, ["--recompute"]), env0, cfg.timeout)

@@ -267,13 +267,19 @@ def reading(rs):
     for r in ws_low:
         ws = r["m"].working_set
         need = f"{r['need_bw'] / 1e9:.0f} GB/s" if r["need_bw"] else "no host link"
+        windows = ws.get("tensor_windows", 0)
         text += (f"For {r['m'].workload.name} the bytes are not the limit but the working sets: "
                  f"at {ws['boundaries']} pairs of consecutive ops the tensors of both do not fit "
                  f"the limit together, so {ws['out_bytes'] / 1e9:.1f} GB must leave between the "
                  f"two ops of each pair while the compute stream waits (a copy cannot start "
-                 f"before the last kernel that may write its tensor), at most "
-                 f"{r['bound']:.2f}× of unlimited (the working-set bound, docs/policy.md); 0.9× "
-                 f"would need {need}. ")
+                 f"before the last kernel that may write its tensor)")
+        if windows:
+            text += (f", and {windows} tensors pushed out for a stretch of ops must come back "
+                     f"after it and before their next read, with too little compute in between "
+                     f"to hide the copies")
+        text += (f": {ws['stall_s']:.3f} s of waiting a step on top of "
+                 f"{ws['compute_s']:.3f} s of compute, at most {r['bound']:.2f}× of unlimited "
+                 f"(the working-set bound, docs/policy.md); 0.9× would need {need}. ")
     if high:
         text += f"The link is not the limit for: {', '.join(high)}. "
     text += "What the implementation controls is how close it gets to the bound"
@@ -336,8 +342,10 @@ line from an unlimited run). Columns:
   (peak − limit) / bw, 2 · (peak − limit − persistent) / bw). For a replayed trace also the
   **working-set bound** (`chameleon-bound --profile`, docs/policy.md): where the tensors of two
   consecutive ops do not fit the limit together, whole tensors of the first must leave after it
-  ends and before the second starts, while the compute stream waits; the step is at least its
-  compute plus those bytes over the link. The column is the tighter of the two.
+  ends and before the second starts, while the compute stream waits; and a tensor that some op
+  between two of its uses leaves no room for must leave after the first use and come back after
+  that op, before the second, with only the ops in between to hide the copies (the replay's per-op
+  times). The step is at least its compute plus those stalls. The column is the tighter of the two.
   **host link for 0.9×**: the bandwidth at which that bound reaches 0.9×.
 - **stall fraction** = 1 − unlimited / Chameleon step time: the share of the step the compute stream
   waits (for transfers, or for the shim's own driver calls at 1 µs each). **Counted stalls**: the
