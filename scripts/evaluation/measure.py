@@ -298,8 +298,29 @@ def probe_executor(cfg, spec):
     return False, f"probe at {limit} B: rc {r.rc}: {why if isinstance(why, str) else why[0]}"
 
 
+def largest(trains, start, executor, factors=(2, 4, 8)):
+    """The doubling search of every capacity row: the largest value that trains plain (doubling
+    from `start`), then plain x each factor under Chameleon until one fails. `trains(v,
+    chameleon)` runs one shape. Returns {"plain", "chameleon" (None: not tried), "tried"}."""
+    plain, v = 0, start
+    while v <= start << 16 and trains(v, False):
+        plain, v = v, v * 2
+    out = {"plain": plain, "chameleon": None, "tried": []}
+    if not executor or plain == 0:
+        return out
+    best = plain
+    for f in factors:
+        ok = trains(plain * f, True)
+        out["tried"].append((plain * f, ok))
+        if not ok:
+            break
+        best = plain * f
+    out["chameleon"] = best
+    return out
+
+
 def capacity(cfg, base, dim, start, memory, factors=(2, 4, 8)):
-    """Largest `dim` value (batch or seq) that trains at `memory`: plain (doubling from start)
+    """Largest `dim` value (batch or seq) of the small trainer that trains at `memory`: plain
     and under Chameleon (safety net: capacity does not depend on the policy), each checked
     identical against an unlimited run of the same shape."""
     def shaped(v):
@@ -319,18 +340,6 @@ def capacity(cfg, base, dim, start, memory, factors=(2, 4, 8)):
         ref = runs.run(w.argv(cfg.build, 2), simgpu_env(cfg.build), cfg.timeout)
         return ref.ok and ref.results == r.results
 
-    plain, v = 0, start
-    while trains(v, False):
-        plain, v = v, v * 2
-    out = {"dim": dim, "memory": memory, "plain": plain, "chameleon": None, "tried": []}
-    if not cfg.executor or plain == 0:
-        return out
-    best = plain
-    for f in factors:
-        ok = trains(plain * f, True)
-        out["tried"].append((plain * f, ok))
-        if not ok:
-            break
-        best = plain * f
-    out["chameleon"] = best
+    out = {"workload": f"trainer {' '.join(base[:4])}", "dim": dim, "memory": memory}
+    out.update(largest(trains, start, cfg.executor, factors))
     return out

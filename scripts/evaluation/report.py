@@ -124,14 +124,16 @@ def performance_table(rs):
 
 
 def capacity_rows(caps):
-    h = ["| dimension | device memory | plain: largest | Chameleon: largest | ratio | tried |",
-         "|---|---|---|---|---|---|"]
+    h = ["| workload | dimension | device memory | plain: largest | Chameleon: largest | ratio | "
+         "tried |", "|---|---|---|---|---|---|---|"]
     for c in caps:
         got = c["chameleon"]
         rat = f"{got / c['plain']:.0f}×" if got and c["plain"] else NM
         tried = ", ".join(f"{v}: {'ok' if ok else 'failed'}" for v, ok in c["tried"]) or NM
-        h.append(f"| {c['dim']} | {mib(c['memory'])} MiB | {c['plain']} | {got or NM} | {rat} | "
-                 f"{tried} |")
+        memory = (f"{c['memory'] / 1e9:.1f} GB" if c["memory"] >= 1 << 30 else
+                  f"{mib(c['memory'])} MiB")
+        h.append(f"| {c.get('workload', NM)} | {c['dim']} | {memory} | {c['plain'] or NM} | "
+                 f"{got or NM} | {rat} | {tried} |")
     return "\n".join(h)
 
 
@@ -211,7 +213,8 @@ def goals(rs, caps):
     return "\n".join([
         "| goal | result |", "|---|---|",
         f"| largest batch / sequence that trains, Chameleon vs plain, same device memory: ≥ 4× | "
-        f"{goal_cell(cap_vals, 4)} (trainer); replay traces training at peak / 4: "
+        f"{goal_cell(cap_vals, 4)} (the small trainer and the model-shaped workloads, table "
+        f"\"Largest shape\"); replay traces training at peak / 4: "
         f"{goal_cell(replay_cap, 4) if replay_cap else NM} |",
         f"| simulated throughput vs full recomputation (`--recompute`): ≥ 1.3× | "
         f"{goal_cell(trainer_rc, 1.3)} |",
@@ -371,8 +374,13 @@ line from an unlimited run). Columns:
 ## Largest shape that trains at a fixed device memory
 
 Trainer `--layers 4 --hidden 64`, batch doubled at `--seq 256`, sequence doubled at `--batch 8`;
-"trains" = 2 steps complete with results identical to an unlimited run of the same shape
-(Chameleon: safety net, `CHAMELEON_SWAP_POLICY=off` — capacity does not depend on the policy).
+and model-shaped workloads on `h200-sxm` (`chameleon-train-sim --model …`, docs/trainer.md):
+GPT-2 XL's micro-batch at sequence 1,024 and its sequence at micro-batch 8 (its positions stop
+at 1,024), and on a whole H200 (150.8 GB, the preset's device memory) the micro-batch at sequence
+4,096 of Llama-2 7B and of Llama-2 13B's shard under tensor parallelism of degree 2 (`--tp 2`). "Trains" = 2 steps complete with results identical to an unlimited run of the
+same shape (the small trainer: every loss line; the model-shaped ones: the checksum), plain with
+`SIMGPU_MEMORY` = the device memory, Chameleon on the same device with the executor limited to it
+(safety net, `CHAMELEON_SWAP_POLICY=off` — capacity does not depend on the policy, only speed).
 The search doubles from the plain maximum and stops at 8×.
 
 {capacity_rows(caps) if caps else NM + " (skipped in --quick)"}
