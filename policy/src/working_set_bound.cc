@@ -190,7 +190,7 @@ WorkingSetBound ComputeWorkingSetBound(const Profile& profile, std::uint64_t lim
   b.stall_s = b.pair_stall_s;
   if (HasOpTimes(profile) && out_bytes_per_s > 0 && in_bytes_per_s > 0) {
     std::vector<detail::CopyWindow> windows = TensorWindows(profile, s, limit_bytes);
-    if (windows.size() <= kMaxTensorWindows) {
+    if (windows.size() / 2 <= kMaxTensorWindows) {  // an out and an in copy each
       b.tensor_windows = static_cast<std::uint32_t>(windows.size() / 2);
       // A pair's M_i and the tensors forced out at the same gap are the same copies: the gap
       // carries the larger of the two, not their sum.
