@@ -22,7 +22,11 @@ void PointerExclusions::Report(std::uint64_t scan, std::span<const std::uint64_t
       target_ids_.erase(target_id_order_.front());
       target_id_order_.erase(target_id_order_.begin());
     }
-    if (auto it = live->find(id); it != live->end()) it->second.swappable = false;
+    if (auto it = live->find(id); it != live->end() && it->second.swappable) {
+      // The executor still holds it in whole chunks; it only stops being a candidate.
+      it->second.swappable = false;
+      it->second.pinned = true;
+    }
   }
   if (fresh == 0) return;
   ++version_;
@@ -51,6 +55,7 @@ std::shared_ptr<const policy::Profile> PointerExclusions::ProfileFor(
     if (t.swappable && (excluded_keys_.count(features[i].match_key) != 0 ||
                         target_ids_.count(t.external_id) != 0)) {
       t.swappable = false;
+      t.pinned = true;  // held in whole chunks all the same: the plan must count them so
       ++marked;
     }
   }

@@ -21,6 +21,7 @@ std::uint32_t ProfileBuilder::TensorIndex(std::uint64_t id) {
       if (live != live_->end()) {
         tensor.bytes = live->second.bytes;
         tensor.swappable = live->second.swappable;
+        tensor.pinned = live->second.pinned;
         tensor.device = live->second.device;
       }
     }

@@ -62,7 +62,7 @@ std::string ValidateProfile(const Profile& profile) {
 
 std::uint64_t DeviceBytes(const ProfileTensor& tensor, std::uint64_t chunk_bytes,
                           std::uint64_t min_bytes) {
-  if (chunk_bytes == 0 || !tensor.swappable || tensor.bytes < min_bytes ||
+  if (chunk_bytes == 0 || !(tensor.swappable || tensor.pinned) || tensor.bytes < min_bytes ||
       tensor.bytes % chunk_bytes == 0) {
     return tensor.bytes;
   }

@@ -99,6 +99,10 @@ ProfileTensor ParseTensor(const json& v, const std::string& where, std::size_t o
   const json& swappable = Field(v, "swappable", where);
   if (!swappable.is_boolean()) Fail(where + ".swappable", "expected boolean");
   t.swappable = swappable.get<bool>();
+  if (v.contains("pinned")) {  // optional: false when absent
+    if (!v["pinned"].is_boolean()) Fail(where + ".pinned", "expected boolean");
+    t.pinned = v["pinned"].get<bool>();
+  }
   if (v.contains("device")) {  // optional: 0 (the only device) when absent
     t.device = static_cast<std::uint16_t>(
         Signed(v["device"], where + ".device", 0, std::numeric_limits<std::uint16_t>::max()));
@@ -147,6 +151,7 @@ std::string ProfileToJson(const Profile& profile, int indent) {
                        {"uses", t.uses},
                        {"swappable", t.swappable}});
     if (t.device != 0) tensors.back()["device"] = t.device;
+    if (t.pinned) tensors.back()["pinned"] = true;
   }
   // Op names come from untrusted traces: replace invalid UTF-8 rather than throw.
   return doc.dump(indent, ' ', false, json::error_handler_t::replace);

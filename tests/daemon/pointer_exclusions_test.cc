@@ -32,6 +32,14 @@ bool Swappable(const policy::Profile& profile, std::uint64_t id) {
   return false;
 }
 
+bool Pinned(const policy::Profile& profile, std::uint64_t id) {
+  for (const auto& t : profile.tensors) {
+    if (t.external_id == id) return t.pinned;
+  }
+  ADD_FAILURE() << "no tensor " << id;
+  return false;
+}
+
 class PointerExclusionsTest : public ::testing::Test {
  protected:
   ClientIdentity who_;
@@ -50,12 +58,15 @@ TEST_F(PointerExclusionsTest, AReportedTensorAndItsRoleInLaterProfilesAreKept) {
   live_[2] = {2u << 20, true};
   const std::uint64_t ids[] = {2, ipc::kNoAllocation};
   exclusions_.Report(1, ids, &live_, first);
-  EXPECT_FALSE(live_[2].swappable);  // a later detailed iteration records it unswappable
+  EXPECT_FALSE(live_[2].swappable);  // a later detailed iteration records it unswappable ...
+  EXPECT_TRUE(live_[2].pinned);      // ... and held in whole chunks (policy::DeviceBytes)
   EXPECT_EQ(exclusions_.target_ids(), 1u);
   EXPECT_EQ(exclusions_.excluded_keys(), 1u);
   const auto marked = exclusions_.ProfileFor(first);
   EXPECT_TRUE(Swappable(*marked, 1));
   EXPECT_FALSE(Swappable(*marked, 2));
+  EXPECT_TRUE(Pinned(*marked, 2));
+  EXPECT_FALSE(Pinned(*marked, 1));
   EXPECT_TRUE(Swappable(*first, 2));  // the recorded profile itself is not changed
   // The program allocates the same tensor afresh: new ids, same role, still excluded.
   const auto later = exclusions_.ProfileFor(Iteration(11, 12));

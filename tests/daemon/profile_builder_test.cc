@@ -9,7 +9,9 @@ namespace chameleon::daemon {
 namespace {
 
 TEST(ProfileBuilder, AssemblesOpsTensorsLifetimesAndMemory) {
-  std::unordered_map<std::uint64_t, LiveAllocation> live{{7, {4096, true}}, {8, {512, false}}};
+  // 8: a pointer-table target the executor serves (pinned); 7: an ordinary tensor.
+  std::unordered_map<std::uint64_t, LiveAllocation> live{{7, {4096, true}},
+                                                         {8, {512, false, 0, true}}};
   ProfileBuilder builder;
   builder.Begin(&live);
   builder.AddAlloc(9, 1024, true);
@@ -43,6 +45,8 @@ TEST(ProfileBuilder, AssemblesOpsTensorsLifetimesAndMemory) {
   EXPECT_EQ(profile.tensors[1].free_op, -1);
   EXPECT_EQ(profile.tensors[1].uses, (std::vector<std::uint32_t>{0, 2}));
   EXPECT_FALSE(profile.tensors[2].swappable);
+  EXPECT_TRUE(profile.tensors[2].pinned);
+  EXPECT_FALSE(profile.tensors[1].pinned);
   EXPECT_DOUBLE_EQ(profile.iteration_s, 0.25);
   // The documented JSON form accepts it.
   const auto round_trip = policy::ProfileFromJson(policy::ProfileToJson(profile));

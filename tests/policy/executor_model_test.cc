@@ -128,6 +128,21 @@ TEST(PolicyExecutorModel, ReplayCountsSwappableTensorsInWholeChunks) {
   EXPECT_EQ(ReplayMemory(p, 2 * kMiB, 4 * kMiB)[1], 15 * kMiB - 3 * kMiB + kMiB);  // C still 6
 }
 
+TEST(PolicyExecutorModel, APinnedTensorIsHeldInWholeChunksThoughNeverACandidate) {
+  // A pointer-table target the daemon keeps on the device: unswappable, but the executor still
+  // serves it in chunks. Counted at its own 3 MiB the plan would be one MiB short of the
+  // executor's memory at every op it lives (GPT-2 XL: one eviction every iteration).
+  ProfileTensor pinned = Tensor(3 * kMiB, -1, -1, {0, 5}, false);
+  EXPECT_EQ(DeviceBytes(pinned, 2 * kMiB), 3 * kMiB);  // unswappable and not pinned: passed through
+  pinned.pinned = true;
+  EXPECT_EQ(DeviceBytes(pinned, 2 * kMiB), 4 * kMiB);
+  EXPECT_EQ(DeviceBytes(pinned, 2 * kMiB, 4 * kMiB), 3 * kMiB);  // below the minimum: its size
+  Profile p = ThreeMiBTensors();
+  p.tensors[0].swappable = false;
+  p.tensors[0].pinned = true;
+  EXPECT_EQ(ReplayMemory(p, 2 * kMiB)[0], 9 * kMiB);  // as when it was swappable
+}
+
 TEST(PolicyExecutorModel, UntrackedBytesAreMeasuredAgainstRequestedSizes) {
   Profile p = ThreeMiBTensors();
   p.ops[2].bytes_live_after += kMiB / 2;  // e.g. a workspace no tensor explains

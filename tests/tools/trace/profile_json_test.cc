@@ -56,6 +56,8 @@ TEST(ProfileJson, ShouldRoundTripEveryField) {
   p.ops[1].phase = policy::Phase::kBackward;
   p.tensors[3].swappable = false;
   p.tensors[2].device = 3;
+  p.tensors[1].swappable = false;
+  p.tensors[1].pinned = true;
   p.ops[2].device_s = 0.125;
   const policy::Profile q = policy::ProfileFromJson(policy::ProfileToJson(p, 2));
   EXPECT_EQ(q.source, p.source);
@@ -80,6 +82,7 @@ TEST(ProfileJson, ShouldRoundTripEveryField) {
     EXPECT_EQ(q.tensors[i].uses, p.tensors[i].uses);
     EXPECT_EQ(q.tensors[i].swappable, p.tensors[i].swappable);
     EXPECT_EQ(q.tensors[i].device, p.tensors[i].device);
+    EXPECT_EQ(q.tensors[i].pinned, p.tensors[i].pinned);
   }
 }
 
@@ -113,6 +116,10 @@ TEST(ProfileJson, ShouldNameTheOffendingField) {
   doc = good;
   doc["tensors"][1]["device"] = "gpu1";
   EXPECT_THAT(ErrorOf(doc), HasSubstr("$.tensors[1].device: expected integer"));
+  doc["tensors"][1]["device"] = 0;
+  doc["tensors"][1]["pinned"] = 1;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("$.tensors[1].pinned: expected boolean"));
+  doc["tensors"][1].erase("pinned");
   doc = good;
   doc["ops"][2]["device_s"] = -1;
   EXPECT_THAT(ErrorOf(doc), HasSubstr("$.ops[2].device_s: expected a finite non-negative number"));

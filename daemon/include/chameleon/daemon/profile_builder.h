@@ -21,6 +21,7 @@ struct LiveAllocation {
   std::uint64_t bytes = 0;
   bool swappable = true;
   std::uint16_t device = 0;  ///< the client's device ordinal (AllocRecord::device)
+  bool pinned = false;       ///< a pointer-table target the executor serves (ProfileTensor::pinned)
 };
 
 /// Not thread-safe.

@@ -35,6 +35,10 @@ struct ProfileTensor {
   std::int32_t free_op = -1;  ///< freed just after this op; -1: still live when it ends
   std::vector<std::uint32_t> uses;  ///< op indices that read or write it, ascending
   bool swappable = true;            ///< false for exported/IPC or pointer-table targets
+  /// Kept on the device by the daemon's choice though the executor serves it like a swappable
+  /// tensor (a pointer-table target): never a candidate, yet held in whole chunks (DeviceBytes).
+  /// A tensor that passed through (below the executor's size) is unswappable and not pinned.
+  bool pinned = false;
   /// The device it lives on (the client's ordinal). A process driving several devices (a
   /// pipeline) is planned one device at a time: ProjectToDevice (device_profile.h).
   std::uint16_t device = 0;
