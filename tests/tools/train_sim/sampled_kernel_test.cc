@@ -31,6 +31,19 @@ TEST(SampledKernelTest, ShouldSampleEveryGranuleAndBothEnds) {
   EXPECT_EQ(SampledWordCount(3), 0u);
 }
 
+// Every granule's word at one offset, away from the head: a chunk that the swap executor hands
+// from one tensor to another then holds its stale word in the page the new owner writes.
+TEST(SampledKernelTest, ShouldSampleTheSameOffsetInsideEveryGranule) {
+  const std::size_t bytes = 7 * kSampleGranule + 4096;
+  std::vector<std::size_t> inside;
+  ForEachSampledWord(bytes, [&](std::size_t o) {
+    if (o != 0 && o != (bytes / 4 - 1) * 4) inside.push_back(o % kSampleGranule);
+  });
+  ASSERT_EQ(inside.size(), 7u);  // the short last granule holds only the last word
+  for (std::size_t o : inside) EXPECT_EQ(o, kSampleOffsetInGranule);
+  EXPECT_GE(kSampleOffsetInGranule, 4096u);  // not in the granule's first page
+}
+
 // Runs the kernel with one input and one output buffer; returns the output.
 std::vector<std::uint32_t> RunKernel(std::vector<std::uint32_t>& in, std::int32_t tag,
                                      std::int32_t step) {

@@ -18,11 +18,24 @@ inline constexpr std::size_t kSampleGranule = 2u << 20;  ///< one sampled word p
 inline constexpr int kSampledInputs = 5;
 inline constexpr int kSampledOutputs = 4;
 
+/// Where each granule's sampled word lies inside the granule: the same offset in every granule,
+/// away from its head (page 397 of 512), so a copy that moved only granule heads is still caught.
+/// The same offset everywhere because the swap executor hands a freed or swapped-out tensor's
+/// 2 MiB chunks to the next tensor: the chunk's stale word then sits in the very page its new
+/// owner writes, and simgpu's copies overwrite that page instead of punching a hole for it and
+/// faulting a fresh one in (docs/trainer.md, "Sampled kernels"; before, the offset depended on
+/// the granule's index and a reused chunk held its stale word in another page).
+inline constexpr std::size_t kSampleOffsetInGranule =
+    (0x9e3779b97f4a7c15ull >> 40) % (kSampleGranule / 4) * 4;
+static_assert(kSampleOffsetInGranule % 4 == 0 && kSampleOffsetInGranule >= 4096 &&
+              kSampleOffsetInGranule < kSampleGranule);
+
 /// Calls `visit(offset)` for every sampled 4-byte word of a `bytes`-long tensor, in increasing
-/// order: the first word, one word per 2 MiB granule at a position that depends only on the
-/// granule's index, and the last whole word (so the first and the last page are always covered).
-/// Positions depend only on `bytes`, never on the address, so a producer and a consumer of one
-/// tensor agree on them whatever the allocator did. Tensors under 4 bytes have no sampled word.
+/// order: the first word, one word per 2 MiB granule at kSampleOffsetInGranule (or the last word,
+/// in a last granule shorter than that), and the last whole word (so the first and the last page
+/// are always covered). Positions depend only on `bytes`, never on the address, so a producer and
+/// a consumer of one tensor agree on them whatever the allocator did. Tensors under 4 bytes have
+/// no sampled word.
 template <class Visit>
 void ForEachSampledWord(std::size_t bytes, Visit&& visit) {
   if (bytes < 4) return;
@@ -30,10 +43,7 @@ void ForEachSampledWord(std::size_t bytes, Visit&& visit) {
   std::size_t previous = 0;
   visit(std::size_t{0});
   for (std::size_t base = 0; base < bytes; base += kSampleGranule) {
-    // A fixed odd multiplier scatters positions inside each granule (not always its start, so
-    // a copy that moved only granule heads would still be caught).
-    const std::uint64_t scatter = (base / kSampleGranule + 1) * 0x9e3779b97f4a7c15ull;
-    std::size_t offset = base + (scatter >> 40) % (kSampleGranule / 4) * 4;
+    std::size_t offset = base + kSampleOffsetInGranule;
     if (offset > last) offset = last;
     if (offset > previous) {
       visit(offset);
