@@ -29,6 +29,8 @@ Fence* FencePool::Record(CUstream stream) {
     return nullptr;
   }
   f->refs = 1;
+  f->stream = stream;
+  f->seq = ++next_seq_;
   return f;
 }
 

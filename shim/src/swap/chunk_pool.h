@@ -32,6 +32,8 @@ namespace chameleon::shim::swap {
 struct Fence {
   CUevent event = nullptr;
   std::uint32_t refs = 0;
+  CUstream stream = nullptr;  ///< where it was last recorded
+  std::uint64_t seq = 0;      ///< FencePool's record order: on one stream, completion order
 };
 
 /// Creates and recycles Fences. Not thread-safe.
@@ -53,6 +55,7 @@ class FencePool {
   const DriverApi* api_;
   std::vector<Fence*> all_;
   std::vector<Fence*> free_;
+  std::uint64_t next_seq_ = 0;
 };
 
 class ChunkPool {

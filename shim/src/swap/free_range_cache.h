@@ -22,6 +22,8 @@
 
 namespace chameleon::shim::swap {
 
+class FenceSweep;
+
 class FreeRangeCache {
  public:
   explicit FreeRangeCache(const SwapBase& base) : base_(base) {}
@@ -35,8 +37,9 @@ class FreeRangeCache {
   CUdeviceptr Reuse(std::size_t span, CUstream stream, std::vector<std::uint32_t>* chunks);
   /// Unmaps cached ranges whose free fence completed and whose chunks were reused (`all`: also
   /// the intact ones, so that trimmed chunks really return their memory), then releases the VA
-  /// of unmapped ones beyond the cap. Returns the number unmapped.
-  std::size_t Flush(bool all);
+  /// of unmapped ones beyond the cap. Returns the number unmapped. `sweep`: the caller's, when
+  /// it checks other fences in the same batch (one query per stream for both).
+  std::size_t Flush(bool all, FenceSweep* sweep = nullptr);
   /// Unmaps and releases every cached range (destruction; the device is idle).
   void Drop();
 

@@ -1,5 +1,6 @@
 #include "swap/unmap_batcher.h"
 
+#include "swap/fence_sweep.h"
 #include "swap/va_mapper.h"
 
 namespace chameleon::shim::swap {
@@ -63,9 +64,15 @@ void UnmapBatcher::ForceUnmap(Allocation* a, bool count_stall) {
 std::size_t UnmapBatcher::Flush(bool all, bool count_sync) {
   std::size_t kept = 0;
   std::size_t unmapped = 0;
+  // One query per stream where it has drained, not one per range (fence_sweep.h).
+  FenceSweep sweep(base_.fences);
+  std::vector<const Fence*> fences;
+  fences.reserve(pending_.size());
+  for (const Pending& p : pending_) fences.push_back(p.fence);
+  sweep.Prime(fences);
   for (std::size_t i = 0; i < pending_.size(); ++i) {
     Pending p = pending_[i];
-    const bool done = base_.fences->Done(p.fence);
+    const bool done = sweep.Done(p.fence);
     if (!done && !all) {
       pending_[kept++] = p;
       continue;
@@ -85,7 +92,7 @@ std::size_t UnmapBatcher::Flush(bool all, bool count_sync) {
     base_.fences->Unref(p.fence);
   }
   pending_.resize(kept);
-  unmapped += free_ranges_->Flush(/*all=*/false);
+  unmapped += free_ranges_->Flush(/*all=*/false, &sweep);
   if (unmapped > 0 && count_sync) base_.counters->Add(base_.counters->device_syncs);
   return unmapped;
 }
