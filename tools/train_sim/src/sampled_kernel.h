@@ -24,11 +24,11 @@ inline constexpr int kSampledOutputs = 4;
 /// 2 MiB chunks to the next tensor: the chunk's stale word then sits in the very page its new
 /// owner writes, and simgpu's copies overwrite that page instead of punching a hole for it and
 /// faulting a fresh one in (docs/trainer.md, "Sampled kernels"; before, the offset depended on
-/// the granule's index and a reused chunk held its stale word in another page).
+/// the granule's index and a reused chunk held its stale word in another page). The value,
+/// 1,629,668, is the old formula's offset for granule 0, so one-granule tensors sample as before.
 inline constexpr std::size_t kSampleOffsetInGranule =
     (0x9e3779b97f4a7c15ull >> 40) % (kSampleGranule / 4) * 4;
-static_assert(kSampleOffsetInGranule % 4 == 0 && kSampleOffsetInGranule >= 4096 &&
-              kSampleOffsetInGranule < kSampleGranule);
+static_assert(kSampleOffsetInGranule == 1629668);
 
 /// Calls `visit(offset)` for every sampled 4-byte word of a `bytes`-long tensor, in increasing
 /// order: the first word, one word per 2 MiB granule at kSampleOffsetInGranule (or the last word,
