@@ -59,24 +59,25 @@ CUdeviceptr FreeRangeCache::Reuse(std::size_t span, CUstream stream,
 std::size_t FreeRangeCache::Flush(bool all, FenceSweep* sweep) {
   FenceSweep own(base_.fences);
   if (sweep == nullptr) sweep = &own;
-  const auto stale = [&](const Range& r) {
-    return r.mapped && (all || !base_.chunks->Intact(r.chunks, r.epochs));
-  };
+  // The mapped ranges to unmap once their fence completed; an intact one stays reusable as is
+  // (unless `all`), and its fence is not even asked.
+  std::vector<Range*> stale;
   std::vector<const Fence*> fences;
-  for (const auto& [span, r] : ranges_) {
-    if (stale(r)) fences.push_back(r.fence);
+  for (auto& [span, r] : ranges_) {
+    if (!r.mapped || (!all && base_.chunks->Intact(r.chunks, r.epochs))) continue;
+    stale.push_back(&r);
+    fences.push_back(r.fence);
   }
   sweep->Prime(fences);
   std::size_t n = 0;
-  for (auto& [span, r] : ranges_) {
-    // An intact range stays reusable as is (its fence is not even asked).
-    if (!stale(r) || !sweep->Done(r.fence)) continue;
-    base_.vmm->Unmap(r.va, r.span);
-    r.mapped = false;
-    base_.fences->Unref(r.fence);
-    r.fence = nullptr;
-    r.chunks.clear();
-    r.epochs.clear();
+  for (Range* r : stale) {
+    if (!sweep->Done(r->fence)) continue;
+    base_.vmm->Unmap(r->va, r->span);
+    r->mapped = false;
+    base_.fences->Unref(r->fence);
+    r->fence = nullptr;
+    r->chunks.clear();
+    r->epochs.clear();
     ++n;
   }
   for (auto it = ranges_.begin(); ranges_.size() > kMaxFreeRanges && it != ranges_.end();) {
