@@ -79,6 +79,7 @@ policy::GeneratorOptions CandidateTrials::Take(std::uint32_t* index, std::uint64
   taken_exclusions_ = exclusions;
   step_pending_ = false;
   *index = next_++;
+  taken_config_ = *index;
   return configs_[*index];
 }
 
@@ -88,7 +89,8 @@ void CandidateTrials::Finished(std::string error) {
 }
 
 void CandidateTrials::Add(std::uint64_t generation, ipc::Policy policy) {
-  candidates_.push_back(Candidate{generation, std::move(policy), 0, 0, false, taken_exclusions_});
+  candidates_.push_back(
+      Candidate{generation, std::move(policy), 0, 0, false, taken_exclusions_, taken_config_});
 }
 
 const CandidateTrials::Candidate* CandidateTrials::Find(const ipc::Policy& policy) const {
@@ -166,6 +168,21 @@ std::size_t CandidateTrials::Stale(std::uint64_t exclusions) const {
 
 void CandidateTrials::Choose(const Candidate* best, std::uint64_t generation) {
   if (best != nullptr) chosen_ = *best;
+  chosen_generation_ = generation;
+}
+
+policy::GeneratorOptions CandidateTrials::config(std::uint32_t index) const {
+  if (configs_.empty()) return {};
+  return configs_[std::min<std::size_t>(index, configs_.size() - 1)];
+}
+
+void CandidateTrials::Rechoose(std::uint64_t generation, ipc::Policy policy) {
+  if (!chosen_) return;
+  chosen_->generation = generation;
+  chosen_->policy = std::move(policy);
+  chosen_->measured_s = 0;
+  chosen_->samples = 0;
+  chosen_->installed = false;
   chosen_generation_ = generation;
 }
 

@@ -317,6 +317,10 @@ void ClientSession::HandleMark(const ipc::IterationMarkRecord& mark, std::uint16
   const ipc::SegmentHeader* h = segment_.header();
   traffic_.OnMark(mark.iteration, h->swap_out_bytes.load(std::memory_order_relaxed),
                   h->swap_in_bytes.load(std::memory_order_relaxed));
+  if (feedback_.OnMark(mark.generation, h->evictions.load(std::memory_order_relaxed)) &&
+      options_.reserve_feedback) {
+    RaiseReserve();
+  }
   slot_metrics_->iteration_seconds->Set(clock_.iteration_s());
   recorder_.OnMark(mark.iteration);
   if (mark.device_time_ns > 0 && mark.timed_iteration != 0 && clock_.carries_generation()) {

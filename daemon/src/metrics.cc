@@ -115,6 +115,16 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                        .Name("chameleon_policy_empty_stable_total")
                        .Help("STABLE reached under a device limit with an empty or refused plan")
                        .Register(r);
+  reserve_raises_ = &BuildCounter()
+                         .Name("chameleon_policy_reserve_raises_total")
+                         .Help(
+                             "Chosen plans that evicted in a steady iteration and were planned "
+                             "again with a larger reserve")
+                         .Register(r);
+  reserve_bytes_ = &BuildGauge()
+                        .Name("chameleon_policy_reserve_bytes")
+                        .Help("Device bytes the client's last plan leaves free (its reserve)")
+                        .Register(r);
   drained_ = &BuildCounter()
                   .Name("chameleon_records_drained_total")
                   .Help("Ring records read by the daemon")
@@ -175,6 +185,8 @@ SlotMetrics& Metrics::Slot(std::uint32_t slot) {
   m.shifts = &shifts_->Add(labels);
   m.generations = &generations_->Add(labels);
   m.empty_stable = &empty_stable_->Add(labels);
+  m.reserve_raises = &reserve_raises_->Add(labels);
+  m.reserve_bytes = &reserve_bytes_->Add(labels);
   m.drained = &drained_->Add(labels);
   m.dropped = &dropped_->Add(labels);
   m.ops = &ops_->Add(labels);
@@ -194,6 +206,7 @@ void Metrics::ClearSlot(std::uint32_t slot) {
   m.iteration_seconds->Set(0);
   m.bytes_live->Set(0);
   m.bytes_peak->Set(0);
+  m.reserve_bytes->Set(0);
   for (const ExecutorSeries& e : m.executor) {
     if (e.gauge != nullptr) e.gauge->Set(0);
   }

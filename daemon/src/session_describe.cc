@@ -107,6 +107,11 @@ void ClientSession::Describe(bool detailed, nlohmann::json* out) const {
                         {"applied_generation", applied},
                         {"refused_too_large", publisher_.refused()}};
   trials_.Describe(applied, clock_.iteration_s(), &policy);
+  // The reserve its plans keep free, as ReserveFeedback raised it (docs/policy.md, "Reserve").
+  policy["reserve"] = {{"bytes", last_reserve_bytes_},
+                       {"level", feedback_.level()},
+                       {"feedback", options_.reserve_feedback},
+                       {"watched_generation", feedback_.watched()}};
   j["policy"] = policy;
   j["pointer_targets"] = exclusions_.Json();
   j["planned_device"] = device_view_.Json();

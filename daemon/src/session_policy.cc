@@ -48,6 +48,10 @@ void ClientSession::OnStageChange(const StageStep& step) {
   spdlog::info("client {} (pid {}): stage {} -> {}", identity_.id, identity_.pid,
                StageName(step.before), StageName(step.after));
   slot_metrics_->stage->Set(static_cast<double>(step.after));
+  if (step.after != Stage::kStable) {
+    feedback_.Watch(0);  // no chosen plan in force any more; a wanted re-plan is moot
+    feedback_.Replanning();
+  }
   if (step.after == Stage::kGenPolicy) {
     // A new stable sequence: try every candidate configuration again, from the profile recorded
     // during WARMUP (ProfileDuringWarmup), or one recorded now when WARMUP had none.
@@ -75,6 +79,9 @@ void ClientSession::OnStageChange(const StageStep& step) {
     Publish(best != nullptr ? &best->policy : nullptr);
     // Iterations under the republished policy keep measuring the chosen one.
     trials_.Choose(best, best != nullptr ? publisher_.generation() : 0);
+    // ... and tell whether its reserve is enough (a plan with no swaps needs none).
+    const bool swaps = best != nullptr && !best->policy.entries.empty();
+    feedback_.Watch(swaps ? publisher_.generation() : 0);
   } else {
     Publish(nullptr);  // WARMUP: the old triggers no longer match the sequence
   }
@@ -196,8 +203,12 @@ void ClientSession::Republish() {
   const std::uint64_t from = publisher_.generation();
   std::optional<ipc::Policy> base = base_;
   Publish(base ? &*base : nullptr);
-  // The same plan under a new generation: its measurements carry over (CandidateTrials).
-  if (base && publisher_.generation() != from) trials_.Republished(from, publisher_.generation());
+  // The same plan under a new generation: its measurements carry over (CandidateTrials), and
+  // ReserveFeedback watches it from its first interval under the new one.
+  if (base && publisher_.generation() != from) {
+    trials_.Republished(from, publisher_.generation());
+    if (feedback_.watched() == from) feedback_.Watch(publisher_.generation());
+  }
 }
 
 bool ClientSession::ProfileFitsIteration() const {
@@ -212,9 +223,49 @@ bool ClientSession::ProfileFitsIteration() const {
 }
 
 bool ClientSession::WantsGeneration() const {
-  return stage() == Stage::kGenPolicy && recorder_.fresh() && recorder_.profile() &&
-         recorder_.timed() && trials_.WantsNext(MarkKind()) && DeviceLimit() != 0 && !disabled_ &&
-         ProfileFitsIteration();
+  if (replan_in_flight_ || !recorder_.fresh() || !recorder_.profile() || DeviceLimit() == 0 ||
+      disabled_ || !ProfileFitsIteration()) {
+    return false;
+  }
+  if (stage() == Stage::kStable) return WantsReplan();
+  return stage() == Stage::kGenPolicy && recorder_.timed() && trials_.WantsNext(MarkKind());
+}
+
+std::uint64_t ClientSession::ReserveFor(const policy::GeneratorOptions& options,
+                                        std::uint32_t level) {
+  std::uint64_t base = options.reserve_bytes;
+  if (base == 0) base = DefaultReserveBytes(options.device_limit_bytes, options.chunk_bytes);
+  // Raised while chosen plans evicted in steady iterations (ReserveFeedback): kept for the
+  // client's later plans too.
+  return ReserveFeedback::ReserveAt(level, base, options.device_limit_bytes, options.chunk_bytes);
+}
+
+void ClientSession::RaiseReserve() {
+  const CandidateTrials::Candidate* chosen = trials_.chosen();
+  if (stage() != Stage::kStable || chosen == nullptr || DeviceLimit() == 0) return;
+  policy::GeneratorOptions options = trials_.config(chosen->config);
+  options.device_limit_bytes = DeviceLimit();
+  if (options.chunk_bytes == 0) options.chunk_bytes = kShimChunkBytes;
+  const std::uint64_t now = ReserveFor(options, feedback_.level());
+  const std::uint64_t next = ReserveFor(options, feedback_.level() + 1);
+  if (next <= now) {
+    spdlog::warn(
+        "client {} (pid {}): the chosen plan (generation {}) evicted in a steady iteration with "
+        "a reserve of {} bytes, the most this limit allows; the safety net covers the rest",
+        identity_.id, identity_.pid, feedback_.watched(), now);
+    feedback_.Watch(0);  // said once
+    return;
+  }
+  spdlog::info(
+      "client {} (pid {}): the chosen plan (generation {}) evicted in a steady iteration; "
+      "planning it again with a reserve of {} bytes (was {})",
+      identity_.id, identity_.pid, feedback_.watched(), next, now);
+  feedback_.Raise();
+  slot_metrics_->reserve_raises->Increment();
+}
+
+bool ClientSession::WantsReplan() const {
+  return feedback_.replan_wanted() && trials_.chosen() != nullptr;
 }
 
 policy::GeneratorOptions ClientSession::WithHostLink(policy::GeneratorOptions options) const {
@@ -232,8 +283,18 @@ policy::GeneratorOptions ClientSession::WithHostLink(policy::GeneratorOptions op
 
 std::pair<std::shared_ptr<const policy::Profile>, policy::GeneratorOptions>
 ClientSession::TakeGeneration(std::uint32_t* index) {
-  // Planned from the profile ProfileFor() marks below, under the exclusions known now.
-  policy::GeneratorOptions options = trials_.Take(index, exclusions_.version());
+  policy::GeneratorOptions options;
+  if (stage() == Stage::kStable && WantsReplan()) {
+    // The chosen plan evicted in a steady iteration: its own configuration again, with the
+    // reserve ReserveFeedback raised (InstallCandidate publishes it in its place).
+    *index = trials_.chosen()->config;
+    options = trials_.config(*index);
+    feedback_.Replanning();
+    replan_in_flight_ = true;
+  } else {
+    // Planned from the profile ProfileFor() marks below, under the exclusions known now.
+    options = trials_.Take(index, exclusions_.version());
+  }
   options.device_limit_bytes = DeviceLimit();
   // The shim's executor (docs/executor.md) serves swappable allocations in whole chunks and
   // frees / takes their memory when a transfer is issued: plan with the same accounting, or
@@ -245,10 +306,10 @@ ClientSession::TakeGeneration(std::uint32_t* index) {
   // and 62 evictions and fault-ins every steady step; GPT-2 XL at a half and three quarters of
   // its peak: one 41 MB eviction and fault-in every steady step with two chunks kept, none with
   // four). Two chunks are kept free, four from a 1 GiB limit on, unless the configuration names
-  // its own reserve (docs/policy.md, "Reserve").
-  if (options.reserve_bytes == 0) {
-    options.reserve_bytes = DefaultReserveBytes(options.device_limit_bytes, options.chunk_bytes);
-  }
+  // its own reserve, and more once a chosen plan evicted (docs/policy.md, "Reserve").
+  options.reserve_bytes = ReserveFor(options, feedback_.level());
+  last_reserve_bytes_ = options.reserve_bytes;
+  slot_metrics_->reserve_bytes->Set(double(options.reserve_bytes));
   options.release_at_issue = true;
   options = WithHostLink(options);
   // Only the executor's device's tensors count against its limit; pointer-table targets are
@@ -260,6 +321,10 @@ ClientSession::TakeGeneration(std::uint32_t* index) {
 }
 
 void ClientSession::InstallCandidate(CandidateResult result) {
+  if (replan_in_flight_) {
+    InstallReplan(std::move(result));
+    return;
+  }
   trials_.Finished(result.ok ? std::string() : result.message);
   if (!result.ok) {
     spdlog::warn("client {} (pid {}): candidate {} not generated: {}", identity_.id, identity_.pid,
@@ -289,6 +354,25 @@ void ClientSession::InstallCandidate(CandidateResult result) {
     return;
   }
   PublishCandidate(std::move(result.policy));
+}
+
+void ClientSession::InstallReplan(CandidateResult result) {
+  replan_in_flight_ = false;
+  if (!result.ok) {
+    // The chosen plan stays in force (the safety net covers what it is short of).
+    spdlog::warn("client {} (pid {}): re-plan with a larger reserve not generated: {}",
+                 identity_.id, identity_.pid, result.message);
+    return;
+  }
+  if (stage() != Stage::kStable || trials_.chosen() == nullptr) return;  // a shift overtook it
+  Publish(&result.policy);
+  spdlog::info(
+      "client {} (pid {}): re-planned with a larger reserve ({} swaps, predicted {:.6f} s), "
+      "published as generation {}",
+      identity_.id, identity_.pid, result.policy.entries.size(),
+      result.policy.summary.predicted_iteration_s, publisher_.generation());
+  trials_.Rechoose(publisher_.generation(), std::move(result.policy));
+  feedback_.Watch(publisher_.generation());
 }
 
 void ClientSession::PublishCandidate(ipc::Policy policy) {

@@ -184,6 +184,31 @@ TEST(CandidateTrials, TheChosenPolicyKeepsMeasuringUnderItsRepublishedGeneration
   EXPECT_TRUE(j["in_force"]["predicted_iteration_s"].is_null());
 }
 
+TEST(CandidateTrials, ShouldReplaceTheChosenPlanByItsReplanAndKeepItsConfiguration) {
+  CandidateTrials trials(ThreeConfigs());
+  trials.Restart();
+  TakeAndAdd(trials, 5, 1.0);
+  trials.Credit(5, 0.9, true);
+  TakeAndAdd(trials, 6, 1.0);
+  trials.Credit(6, 0.8, true);  // the second configuration wins
+  trials.Choose(trials.Best(), 8);
+  ASSERT_NE(trials.chosen(), nullptr);
+  EXPECT_EQ(trials.chosen()->config, 1u);
+  EXPECT_DOUBLE_EQ(trials.config(trials.chosen()->config).prefetch_margin, 0.1);
+  trials.Rechoose(9, PolicyPredicting(0.85));  // ReserveFeedback's re-plan of it
+  EXPECT_EQ(trials.chosen()->config, 1u);
+  EXPECT_EQ(trials.chosen()->samples, 0u);  // measured afresh
+  trials.Credit(8, 0.5, false);             // the old generation no longer counts for it
+  trials.Credit(9, 0.81, false);
+  nlohmann::json j;
+  trials.Describe(9, 0.81, &j);
+  EXPECT_EQ(j["chosen"]["generation"].get<std::uint64_t>(), 9u);
+  EXPECT_EQ(j["chosen"]["measured_iteration_s"].get<double>(), 0.81);
+  EXPECT_EQ(j["in_force"]["predicted_iteration_s"].get<double>(), 0.85);
+  // A configuration index past the end (SetConfigs shrank them) reads the last one.
+  EXPECT_DOUBLE_EQ(trials.config(7).prefetch_margin, 0.2);
+}
+
 TEST(CandidateTrials, PendingUntilEveryConfigurationIsMeasured) {
   CandidateTrials trials(ThreeConfigs());
   trials.Restart();

@@ -9,6 +9,7 @@
 //     at the peak (peak - limit), by either eviction rule's measured figure below.
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <numeric>
 
 #include "stats_file_reader.h"
@@ -56,8 +57,11 @@ class PrefetchE2ETest : public SwapE2ETest {
  protected:
   /// Runs the demo shape of `layers` for `steps` at peak / `divisor` under the daemon with
   /// `extra` environment; returns the stats records and sets `*x` to peak - limit.
-  std::vector<StatsRecord> RunLimited(const std::string& name, int layers, int steps, int divisor,
-                                      const std::vector<std::string>& extra, std::uint64_t* x) {
+  /// `sample`, when set, gets each description of the process the daemon gives while it runs.
+  std::vector<StatsRecord> RunLimited(
+      const std::string& name, int layers, int steps, int divisor,
+      const std::vector<std::string>& extra, std::uint64_t* x,
+      const std::function<void(const nlohmann::json&)>& sample = nullptr) {
     std::vector<std::string> args = DemoShape(layers);
     args.insert(args.end(), {"--steps", std::to_string(steps)});
     const RunOutput plain = Run(name + ".plain", args, PlainEnv());
@@ -69,7 +73,7 @@ class PrefetchE2ETest : public SwapE2ETest {
     std::erase_if(env,
                   [](const std::string& e) { return e.rfind("CHAMELEON_SWAP_MIN_BYTES", 0) == 0; });
     env.insert(env.end(), extra.begin(), extra.end());
-    const RunOutput limited = Run(name, args, env);
+    const RunOutput limited = sample ? RunSampled(name, args, env, sample) : Run(name, args, env);
     ExpectIdentical(limited, plain);
     return ReadStatsFile(StatsFile(name));
   }
@@ -100,6 +104,43 @@ TEST_F(PrefetchE2ETest, SteadyStateSwapInsAreIssuedAheadOfTheirConsumersWithoutE
   ASSERT_GT(ahead, 0u) << "the policy swapped nothing in";
   EXPECT_GE(ahead * 100, 95 * (ahead + late + faults))
       << ahead << " ahead, " << late << " late, " << faults << " fault-ins";
+  EXPECT_EQ(Sum(steady, "evictions"), 0u);
+  EXPECT_EQ(Sum(steady, "fault_ins"), 0u);
+}
+
+// ReserveFeedback (docs/policy.md, "Reserve"): a plan that leaves no room for what the profile
+// does not show (a configured 1-byte reserve) evicts in its steady iterations; the daemon plans
+// it again with a larger reserve, under which nothing is evicted.
+TEST_F(PrefetchE2ETest, AChosenPlanThatEvictsIsPlannedAgainWithALargerReserve) {
+  const std::string config = dir_ + "/reserve.yaml";
+  std::ofstream(config) << "policy:\n  reserve_bytes: 1\n";
+  StartDaemon({"--config", config});
+  std::uint64_t x = 0;
+  std::uint64_t first_chosen = 0;  // the generation STABLE chose first
+  nlohmann::json last;             // the last description while STABLE
+  const std::vector<StatsRecord> all =
+      RunLimited("reserve", 4, 24, 4, {}, &x, [&](const nlohmann::json& d) {
+        if (d.value("stage", "") != "STABLE" || !d["policy"]["chosen"].is_object()) return;
+        if (first_chosen == 0) first_chosen = d["policy"]["chosen"]["generation"];
+        last = d;
+      });
+  ASSERT_NE(first_chosen, 0u) << "never STABLE with a chosen plan";
+  const nlohmann::json& reserve = last["policy"]["reserve"];
+  RecordProperty("reserve_bytes", reserve.dump());
+  EXPECT_GE(reserve["level"].get<std::uint32_t>(), 1u) << last["policy"].dump(2);
+  EXPECT_GT(reserve["bytes"].get<std::uint64_t>(), 1u);
+  EXPECT_NE(last["policy"]["chosen"]["generation"].get<std::uint64_t>(), first_chosen);
+  // The first chosen plan evicted after its first iteration (what raised the reserve) ...
+  std::uint64_t evicted_under_first = 0;
+  std::size_t under_first = 0;
+  for (const StatsRecord& r : IterationRecords(all)) {
+    if (r.generation_in_force != first_chosen || ++under_first == 1) continue;
+    evicted_under_first += r.counters.count("evictions") ? r.counters.at("evictions") : 0;
+  }
+  EXPECT_GT(evicted_under_first, 0u);
+  // ... and the plan in force at the end does not.
+  const std::vector<StatsRecord> steady = SteadyUnderPolicy(all);
+  ASSERT_GE(steady.size(), 3u) << "fewer than 3 iterations under the final policy";
   EXPECT_EQ(Sum(steady, "evictions"), 0u);
   EXPECT_EQ(Sum(steady, "fault_ins"), 0u);
 }

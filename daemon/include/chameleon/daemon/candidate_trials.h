@@ -40,6 +40,7 @@ class CandidateTrials {
     /// PointerExclusions::version() of the profile it was planned from: a target reported since
     /// may be a tensor it swaps, which the shim now pins (so the plan is short of those bytes).
     std::uint64_t exclusions = 0;
+    std::uint32_t config = 0;  ///< index of the configuration it was planned from
   };
 
   /// What the client's marks tell about the generation in force (IterationClock).
@@ -116,6 +117,14 @@ class CandidateTrials {
   void Republished(std::uint64_t from, std::uint64_t to);
   /// STABLE: `best` (Best(), or nullptr) is chosen and was republished as `generation`.
   void Choose(const Candidate* best, std::uint64_t generation);
+  /// The candidate STABLE chose, or nullptr.
+  const Candidate* chosen() const { return chosen_ ? &*chosen_ : nullptr; }
+  /// Configuration `index` as it is now (SetConfigs may have changed them since: past the end,
+  /// the last one; none at all, the defaults).
+  policy::GeneratorOptions config(std::uint32_t index) const;
+  /// The chosen candidate's configuration planned again (ReserveFeedback) and published as
+  /// `generation`: it is the chosen one from now on, measured afresh.
+  void Rechoose(std::uint64_t generation, ipc::Policy policy);
 
   /// Grows with each candidate taken, published and measured (the stage hold's progress).
   std::uint64_t progress() const;
@@ -132,6 +141,7 @@ class CandidateTrials {
   bool step_pending_ = false;  // a GEN_POLICY step has passed since the last candidate
   bool in_flight_ = false;
   std::uint64_t taken_exclusions_ = 0;  // Take()'s: of the candidate generated last
+  std::uint32_t taken_config_ = 0;      // Take()'s index: of the candidate generated last
   std::optional<ipc::Policy> ready_;    // generated ahead, waiting for the last to be installed
   std::uint32_t duplicates_ = 0;
   std::string error_;

@@ -8,6 +8,7 @@
 //   ProfileRecorder   the detailed iteration and the profile's iteration time
 //   PointerExclusions tensors the shim's pointer-table scan forbids swapping
 //   CandidateTrials   GEN_POLICY's candidates, their measurements, the one STABLE chose
+//   ReserveFeedback   the plan's reserve, raised when the chosen plan evicts in steady state
 //   StageHold         GEN_POLICY held past stage_n while candidates are measured
 //   PolicyPublisher   the client's policy mailbox
 //
@@ -46,6 +47,7 @@
 #include "chameleon/daemon/pointer_exclusions.h"
 #include "chameleon/daemon/policy_publisher.h"
 #include "chameleon/daemon/profile_recorder.h"
+#include "chameleon/daemon/reserve_feedback.h"
 #include "chameleon/daemon/stage_hold.h"
 #include "chameleon/daemon/swap_traffic.h"
 #include "chameleon/ipc/event_ring.h"
@@ -149,6 +151,14 @@ class ClientSession {
   void ProfileDuringWarmup();
   /// How this client's marks name generations (CandidateTrials::Marks).
   CandidateTrials::Marks MarkKind() const;
+  /// STABLE's chosen plan should be planned again with a larger reserve (ReserveFeedback).
+  bool WantsReplan() const;
+  /// The chosen plan evicted in a steady iteration: the next reserve level, if it is larger.
+  void RaiseReserve();
+  /// The reserve a plan of `options` (its limit and chunk set) keeps at feedback `level`.
+  static std::uint64_t ReserveFor(const policy::GeneratorOptions& options, std::uint32_t level);
+  /// The re-plan's result: published in place of the chosen plan (session_policy.cc).
+  void InstallReplan(CandidateResult result);
   /// Publishes a candidate as the next generation and starts its trial.
   void PublishCandidate(ipc::Policy policy);
   /// Publishes the candidate planned ahead once the one on trial is installed or measured.
@@ -203,6 +213,9 @@ class ClientSession {
   PointerExclusions exclusions_;
   ExecutorDeviceView device_view_;
   CandidateTrials trials_;
+  ReserveFeedback feedback_;
+  bool replan_in_flight_ = false;         // a re-plan is with a worker (InstallCandidate routes it)
+  std::uint64_t last_reserve_bytes_ = 0;  // the reserve of the last plan generated
   StageHold hold_;
   PolicyPublisher publisher_;
   NodeLending* node_ = nullptr;

@@ -60,6 +60,11 @@ struct SlotMetrics {
   /// STABLE reached under a device limit with no plan to apply: every candidate refused, none
   /// planned, or only an empty one after a refusal (a failure, not a success).
   prometheus::Counter* empty_stable;
+  /// The chosen plan evicted in a steady iteration and was planned again with a larger reserve
+  /// (ReserveFeedback).
+  prometheus::Counter* reserve_raises;
+  /// The reserve the last plan was generated with (device bytes it leaves free).
+  prometheus::Gauge* reserve_bytes;
   prometheus::Counter* drained;
   prometheus::Counter* ops;
   prometheus::Counter* dropped;
@@ -131,6 +136,8 @@ class Metrics {
   Family<prometheus::Counter>* shifts_;
   Family<prometheus::Counter>* generations_;
   Family<prometheus::Counter>* empty_stable_;
+  Family<prometheus::Counter>* reserve_raises_;
+  Family<prometheus::Gauge>* reserve_bytes_;
   Family<prometheus::Counter>* drained_;
   Family<prometheus::Counter>* ops_;
   Family<prometheus::Counter>* dropped_;

@@ -94,6 +94,9 @@ struct DaemonOptions {
   /// behaviour, kept for comparison and for the tests of interval crediting, which need one
   /// generation per configuration). Not in the YAML or the flags.
   bool deduplicate_candidates = true;
+  /// STABLE's chosen plan is planned again with a larger reserve when it evicts in a steady
+  /// iteration (ReserveFeedback; docs/policy.md, "Reserve"). YAML `policy.reserve_feedback`.
+  bool reserve_feedback = true;
   std::vector<DeviceLimit> device_limits;  ///< unique indices (the config reader checks)
   LendingOptions lending;
 };

@@ -9,8 +9,7 @@
 namespace chameleon::daemon {
 
 inline constexpr std::uint64_t kShimChunkBytes = 2ull << 20;
-/// From this device limit on, plans keep four chunks or 1 % of the limit free rather than two
-/// chunks.
+/// From this device limit on, plans keep four chunks free rather than two.
 inline constexpr std::uint64_t kLargeLimitBytes = 1ull << 30;
 
 /// Bytes a swapped allocation of `bytes` occupies wherever its copy goes: whole chunks.
@@ -20,14 +19,13 @@ constexpr std::uint64_t SwapSpan(std::uint64_t bytes) {
 
 /// The device memory a plan leaves free when the configuration names no reserve: none up to 8
 /// chunks (a limit that small has no room to spare), two chunks, and from kLargeLimitBytes on
-/// four chunks or 1 % of the limit in whole chunks, whichever is more (docs/policy.md,
-/// "Reserve": what the executor needs beyond the profile, measured; at LLM scale a few chunks
-/// left one eviction a step in some runs).
+/// four (docs/policy.md, "Reserve": what the executor needs beyond the profile, measured). The
+/// starting point only: a chosen plan that still evicts in steady state is planned again with
+/// a larger one (ReserveFeedback), so the default need not cover the worst run.
 constexpr std::uint64_t DefaultReserveBytes(std::uint64_t limit_bytes, std::uint64_t chunk_bytes) {
   if (limit_bytes <= 8 * chunk_bytes) return 0;
   if (limit_bytes < kLargeLimitBytes) return 2 * chunk_bytes;
-  const std::uint64_t percent = (limit_bytes / 100 + chunk_bytes - 1) / chunk_bytes * chunk_bytes;
-  return percent > 4 * chunk_bytes ? percent : 4 * chunk_bytes;
+  return 4 * chunk_bytes;
 }
 
 }  // namespace chameleon::daemon
