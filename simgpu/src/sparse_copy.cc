@@ -15,6 +15,10 @@ namespace {
 
 constexpr int kForeignFd = -2;    // Seg::fd of memory simgpu does not own
 constexpr int kAnonymousFd = -1;  // Seg::fd of private anonymous memory
+// A discarded run of VMM chunks written at most 1/kSparseDivisor has its written pages zeroed in
+// place (SparseDiscard). 64: the model-shaped trainer writes one page in 512, a replay at a 1 MiB
+// sample stride two.
+constexpr std::size_t kSparseDivisor = 64;
 
 // A stretch of an endpoint with one backing store.
 struct Seg {
@@ -169,21 +173,53 @@ void SparseMove(std::uintptr_t dst, const Backing& d, std::uintptr_t src, const 
   Holes(t_segs, t_src, dst - src, dst + skip.begin, dst + skip.end);
 }
 
+namespace {
+
+// The written extents of the memfd segments [first, last) of t_segs into t_dst, unless they hold
+// more than `budget` bytes (then false, part of them listed) or cannot be read.
+bool SparseExtents(std::size_t first, std::size_t last, std::size_t budget) {
+  t_dst.clear();
+  std::size_t written = 0;
+  for (std::size_t i = first; i < last; ++i) {
+    const Seg& seg = t_segs[i];
+    const std::size_t before = t_dst.size();
+    if (!WrittenExtents::ScanMemfd(seg.fd, seg.file_offset, seg.addr, seg.len, &t_dst))
+      return false;
+    for (std::size_t k = before; k < t_dst.size(); ++k) written += t_dst[k].end - t_dst[k].begin;
+    if (written > budget) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool SparseDiscard(std::uintptr_t dst, const Backing& d, std::size_t n) {
   if (d.kind == Backing::Kind::kForeign) return false;
   Segments(dst, n, d, &t_segs);
   for (const Seg& seg : t_segs)
     if (seg.fd == kForeignFd) return false;  // partly unmapped: nothing to drop there
   // Adjacent segments of one kind (memfd chunks mapped side by side) are dropped together: one
-  // madvise covers several mappings.
+  // madvise covers several mappings. A run of VMM chunks whose written pages are at most
+  // 1/kSparseDivisor of it has them zeroed in place instead: dropping a page costs a hole punch
+  // and a TLB shoot-down to every core running the process, zeroing it a 4 KiB memset, and the
+  // shim discards a chunk when it hands it to its next owner, who usually writes the same pages
+  // again. Not anonymous memory (plain, pinned host): a swap buffer discarded after its swap-in
+  // may stay idle long, and its zeroed pages would hold host RAM meanwhile (docs/simgpu.md,
+  // "simgpu control entry points").
   for (std::size_t i = 0; i < t_segs.size();) {
+    const std::size_t first = i;
     Seg run = t_segs[i];
     const bool memfd = run.fd >= 0;
     for (++i;
          i < t_segs.size() && (t_segs[i].fd >= 0) == memfd && t_segs[i].addr == run.addr + run.len;
          ++i)
       run.len += t_segs[i].len;
-    Clear(run, run.addr, run.addr + run.len);
+    if (memfd && SparseExtents(first, i, run.len / kSparseDivisor)) {
+      for (const Extent& e : t_dst)
+        std::memset(reinterpret_cast<void*>(e.begin), 0, e.end - e.begin);
+    } else {
+      Clear(run, run.addr, run.addr + run.len);
+    }
   }
   return true;
 }

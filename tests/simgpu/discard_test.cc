@@ -88,6 +88,29 @@ TEST_F(DiscardTest, ShouldZeroAVmmRangeAndReleaseItsPagesWithoutVirtualTime) {
   EXPECT_EQ(simgpuGetCallCount("simgpuMemDiscardAsync"), 1u);
 }
 
+// A range written in a page or two per chunk (a model-shaped trainer's sampled words) has them
+// zeroed in place: the pages stay (no hole punch, no TLB shoot-down), the bytes read zeros.
+TEST_F(DiscardTest, ShouldZeroASparselyWrittenRangeInPlaceKeepingItsPages) {
+  Init();
+  const CUdeviceptr va = MapChunks(4);
+  const std::size_t n = 4 * kChunk;
+  const std::size_t offset = 397 * 4096 + 100;  // one word inside page 397 of each chunk
+  for (int i = 0; i < 4; ++i) ASSERT_CU(cuMemsetD8(va + i * kChunk + offset, 0x77, 8));
+  // One chunk written densely after all: more than 1/64 of the range, so everything is dropped.
+  const CUdeviceptr dense = MapChunks(2);
+  ASSERT_CU(cuMemsetD8(dense, 0x66, kChunk));
+  ASSERT_CU(cuCtxSynchronize());  // the memsets are asynchronous to the host
+  ASSERT_EQ(ResidentPages(va, n), 4u);
+  ASSERT_EQ(ResidentPages(dense, 2 * kChunk), PagesOf(kChunk));
+  ASSERT_EQ(simgpuMemDiscardAsync(va, n, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(simgpuMemDiscardAsync(dense, 2 * kChunk, nullptr), CUDA_SUCCESS);
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(CountNot(va, n, 0), 0u);
+  EXPECT_EQ(ResidentPages(va, n), 4u);  // zeroed in place
+  EXPECT_EQ(CountNot(dense, 2 * kChunk, 0), 0u);
+  EXPECT_EQ(ResidentPages(dense, 2 * kChunk), 0u);  // dropped
+}
+
 TEST_F(DiscardTest, ShouldZeroPlainAndPinnedMemoryKeepingPartialEdgePagesOutsideTheRange) {
   Init();
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
