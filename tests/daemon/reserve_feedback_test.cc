@@ -2,11 +2,30 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+
 namespace chameleon::daemon {
 namespace {
 
 constexpr std::uint64_t kMiB = 1ull << 20;
 constexpr std::uint64_t kChunk = 2 * kMiB;
+
+/// One mark: its generation in force, the eviction count read with it, and whether OnMark must
+/// ask for a larger reserve.
+struct Mark {
+  std::uint64_t generation;
+  std::uint64_t evictions;
+  bool asks;
+};
+
+/// Feeds `marks` to `f` in order, checking each answer.
+void ExpectMarks(ReserveFeedback& f, std::initializer_list<Mark> marks) {
+  int i = 0;
+  for (const Mark& m : marks) {
+    EXPECT_EQ(f.OnMark(m.generation, m.evictions), m.asks) << "mark " << i;
+    ++i;
+  }
+}
 
 TEST(ReserveFeedbackTest, ShouldRaiseTheReserveToTheLargestOfTwiceFourChunksAndOnePercent) {
   // GPT-2 XL B8 S1024 at 0.75 of its peak: four chunks, then 1 % (161 chunks), then twice that.
@@ -28,53 +47,48 @@ TEST(ReserveFeedbackTest, ShouldAskOnlyWhenASteadyIntervalUnderTheWatchedPlanEvi
   ReserveFeedback f;
   // Marks carry the generation in force from their boundary on; the interval a mark ends ran
   // under the previous mark's generation.
-  EXPECT_FALSE(f.OnMark(3, 0));
-  EXPECT_FALSE(f.OnMark(3, 5));  // evicted, but nothing watched yet
+  ExpectMarks(f, {{3, 0, false}, {3, 5, false}});  // evicted, but nothing watched yet
   f.Watch(4);
-  EXPECT_FALSE(f.OnMark(4, 9));   // the interval under 3 evicted: not the watched plan
-  EXPECT_FALSE(f.OnMark(4, 12));  // the first interval under 4: not steady
-  EXPECT_FALSE(f.OnMark(4, 12));  // steady, no eviction
-  EXPECT_TRUE(f.OnMark(4, 13));   // steady and evicted
+  ExpectMarks(f, {{4, 9, false},    // the interval under 3 evicted: not the watched plan
+                  {4, 12, false},   // the first interval under 4: not steady
+                  {4, 12, false},   // steady, no eviction
+                  {4, 13, true}});  // steady and evicted
   EXPECT_EQ(f.watched(), 4u);
 }
 
 TEST(ReserveFeedbackTest, ShouldWatchARepublishedOrReplannedPlanFromItsFirstIntervalAgain) {
   ReserveFeedback f;
   f.Watch(2);
-  EXPECT_FALSE(f.OnMark(2, 0));
-  EXPECT_FALSE(f.OnMark(2, 1));  // first under 2
-  EXPECT_TRUE(f.OnMark(2, 2));
+  ExpectMarks(f, {{2, 0, false}, {2, 1, false}, {2, 2, true}});  // the first under 2 is skipped
   f.Raise();
   EXPECT_EQ(f.level(), 1u);
   EXPECT_TRUE(f.replan_wanted());
-  EXPECT_FALSE(f.OnMark(2, 3));  // nothing watched until the re-plan is published
+  ExpectMarks(f, {{2, 3, false}});  // nothing watched until the re-plan is published
   f.Replanning();
   EXPECT_FALSE(f.replan_wanted());
   f.Watch(5);
-  EXPECT_FALSE(f.OnMark(5, 4));  // the interval under 2
-  EXPECT_FALSE(f.OnMark(5, 5));  // the first under 5 (leftovers of the switch)
-  EXPECT_FALSE(f.OnMark(5, 5));
-  EXPECT_TRUE(f.OnMark(5, 6));
+  ExpectMarks(f, {{5, 4, false},  // the interval under 2
+                  {5, 5, false},  // the first under 5 (leftovers of the switch)
+                  {5, 5, false},
+                  {5, 6, true}});
 }
 
 TEST(ReserveFeedbackTest, ShouldNotReadACounterThatWentBackwardsAsAnEviction) {
   ReserveFeedback f;
   f.Watch(1);
-  EXPECT_FALSE(f.OnMark(1, 100));
-  EXPECT_FALSE(f.OnMark(1, 100));  // first under 1
-  EXPECT_FALSE(f.OnMark(1, 7));    // backwards: no eviction, and the new reference
-  EXPECT_FALSE(f.OnMark(1, 7));
-  EXPECT_TRUE(f.OnMark(1, 8));
+  ExpectMarks(f, {{1, 100, false},
+                  {1, 100, false},  // first under 1
+                  {1, 7, false},    // backwards: no eviction, and the new reference
+                  {1, 7, false},
+                  {1, 8, true}});
 }
 
 TEST(ReserveFeedbackTest, ShouldStopWatchingWhenToldNoPlan) {
   ReserveFeedback f;
   f.Watch(1);
-  EXPECT_FALSE(f.OnMark(1, 0));
-  EXPECT_FALSE(f.OnMark(1, 0));
+  ExpectMarks(f, {{1, 0, false}, {1, 0, false}});
   f.Watch(0);  // a stage left STABLE
-  EXPECT_FALSE(f.OnMark(1, 1));
-  EXPECT_FALSE(f.OnMark(1, 2));
+  ExpectMarks(f, {{1, 1, false}, {1, 2, false}});
   EXPECT_EQ(f.level(), 0u);
 }
 
