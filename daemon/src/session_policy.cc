@@ -231,23 +231,24 @@ bool ClientSession::WantsGeneration() const {
   return stage() == Stage::kGenPolicy && recorder_.timed() && trials_.WantsNext(MarkKind());
 }
 
-std::uint64_t ClientSession::ReserveFor(const policy::GeneratorOptions& options,
-                                        std::uint32_t level) {
-  std::uint64_t base = options.reserve_bytes;
-  if (base == 0) base = DefaultReserveBytes(options.device_limit_bytes, options.chunk_bytes);
+std::uint64_t ClientSession::ReserveFor(policy::GeneratorOptions config,
+                                        std::uint32_t level) const {
+  // The limit and chunk size a plan of `config` is generated with (TakeGeneration).
+  config.device_limit_bytes = DeviceLimit();
+  if (config.chunk_bytes == 0) config.chunk_bytes = kShimChunkBytes;
+  std::uint64_t base = config.reserve_bytes;
+  if (base == 0) base = DefaultReserveBytes(config.device_limit_bytes, config.chunk_bytes);
   // Raised while chosen plans evicted in steady iterations (ReserveFeedback): kept for the
   // client's later plans too.
-  return ReserveFeedback::ReserveAt(level, base, options.device_limit_bytes, options.chunk_bytes);
+  return ReserveFeedback::ReserveAt(level, base, config.device_limit_bytes, config.chunk_bytes);
 }
 
 void ClientSession::RaiseReserve() {
   const CandidateTrials::Candidate* chosen = trials_.chosen();
   if (stage() != Stage::kStable || chosen == nullptr || DeviceLimit() == 0) return;
-  policy::GeneratorOptions options = trials_.config(chosen->config);
-  options.device_limit_bytes = DeviceLimit();
-  if (options.chunk_bytes == 0) options.chunk_bytes = kShimChunkBytes;
-  const std::uint64_t now = ReserveFor(options, feedback_.level());
-  const std::uint64_t next = ReserveFor(options, feedback_.level() + 1);
+  const policy::GeneratorOptions config = trials_.config(chosen->config);
+  const std::uint64_t now = ReserveFor(config, feedback_.level());
+  const std::uint64_t next = ReserveFor(config, feedback_.level() + 1);
   if (next <= now) {
     spdlog::warn(
         "client {} (pid {}): the chosen plan (generation {}) evicted in a steady iteration with "

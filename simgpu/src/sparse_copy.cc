@@ -128,6 +128,20 @@ void Holes(const std::vector<Seg>& dst, const std::vector<Extent>& src, std::uin
   }
 }
 
+// The written extents of segments [first, last) of t_segs into t_dst, unless they hold more than
+// `budget` bytes (then false, part of them listed; an unreadable segment counts whole).
+bool SparseExtents(std::size_t first, std::size_t last, std::size_t budget) {
+  t_dst.clear();
+  std::size_t written = 0;
+  for (std::size_t i = first; i < last; ++i) {
+    const std::size_t before = t_dst.size();
+    Written(t_segs[i], t_segs[i].addr, t_segs[i].len, &t_dst);
+    for (std::size_t k = before; k < t_dst.size(); ++k) written += t_dst[k].end - t_dst[k].begin;
+    if (written > budget) return false;
+  }
+  return true;
+}
+
 void DenseMove(std::uintptr_t dst, std::uintptr_t src, std::size_t n, Skip skip) {
   Outside(0, n, skip.begin, skip.end, [&](std::uintptr_t a, std::uintptr_t b) {
     std::memmove(reinterpret_cast<void*>(dst + a), reinterpret_cast<const void*>(src + a), b - a);
@@ -172,26 +186,6 @@ void SparseMove(std::uintptr_t dst, const Backing& d, std::uintptr_t src, const 
   Segments(dst, n, d, &t_segs);
   Holes(t_segs, t_src, dst - src, dst + skip.begin, dst + skip.end);
 }
-
-namespace {
-
-// The written extents of the memfd segments [first, last) of t_segs into t_dst, unless they hold
-// more than `budget` bytes (then false, part of them listed) or cannot be read.
-bool SparseExtents(std::size_t first, std::size_t last, std::size_t budget) {
-  t_dst.clear();
-  std::size_t written = 0;
-  for (std::size_t i = first; i < last; ++i) {
-    const Seg& seg = t_segs[i];
-    const std::size_t before = t_dst.size();
-    if (!WrittenExtents::ScanMemfd(seg.fd, seg.file_offset, seg.addr, seg.len, &t_dst))
-      return false;
-    for (std::size_t k = before; k < t_dst.size(); ++k) written += t_dst[k].end - t_dst[k].begin;
-    if (written > budget) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 bool SparseDiscard(std::uintptr_t dst, const Backing& d, std::size_t n) {
   if (d.kind == Backing::Kind::kForeign) return false;

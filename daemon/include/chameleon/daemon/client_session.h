@@ -155,8 +155,9 @@ class ClientSession {
   bool WantsReplan() const;
   /// The chosen plan evicted in a steady iteration: the next reserve level, if it is larger.
   void RaiseReserve();
-  /// The reserve a plan of `options` (its limit and chunk set) keeps at feedback `level`.
-  static std::uint64_t ReserveFor(const policy::GeneratorOptions& options, std::uint32_t level);
+  /// The reserve a plan of configuration `config` keeps at feedback `level`, under this client's
+  /// limit and the chunk size its plans use.
+  std::uint64_t ReserveFor(policy::GeneratorOptions config, std::uint32_t level) const;
   /// The re-plan's result: published in place of the chosen plan (session_policy.cc).
   void InstallReplan(CandidateResult result);
   /// Publishes a candidate as the next generation and starts its trial.
