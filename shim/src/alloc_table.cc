@@ -5,6 +5,14 @@
 #include <cstdlib>
 
 namespace chameleon::shim {
+
+std::uint64_t AllocationTable::NextVersion() {
+  // One counter for every table of the process, so that a cache filled from one table never
+  // matches another's version (tests build several tables).
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 AllocationTable::AllocationTable() {
   // Reserve every shard's array at once (lazily committed by the kernel as entries are written):
   // a growing array would have to be freed while readers may still look at it.
@@ -57,9 +65,11 @@ bool AllocationTable::Insert(AllocationState* state) {
     ForEachShardOf(state->address, state->address + state->bytes,
                    [&](Shard* shard) { RemoveFromShard(shard, state->address); });
     insert_failures_.fetch_add(1, std::memory_order_relaxed);
+    BumpVersion();
     return false;
   }
   ++live_count_;
+  BumpVersion();
   return true;
 }
 
@@ -96,6 +106,7 @@ AllocationState* AllocationTable::Remove(std::uint64_t address) {
   ForEachShardOf(state->address, state->address + state->bytes,
                  [&](Shard* s) { RemoveFromShard(s, state->address); });
   --live_count_;
+  BumpVersion();
   return state;
 }
 
@@ -122,6 +133,7 @@ void AllocationTable::RemoveRange(std::uint64_t begin, std::uint64_t end,
     --live_count_;
     removed->push_back(s);
   }
+  if (!found.empty()) BumpVersion();
 }
 
 AllocationState* AllocationTable::NewState() {
@@ -155,6 +167,7 @@ void AllocationTable::ClearForChild() {
     shard.seq.store(0, std::memory_order_relaxed);
   }
   live_count_ = 0;
+  BumpVersion();
 }
 
 }  // namespace chameleon::shim

@@ -61,6 +61,8 @@ struct AllocationHit {
   std::uint64_t id = 0;  ///< 0 = not a tracked allocation
   std::uint16_t device = 0;
   AllocationState* state = nullptr;
+  std::uint64_t start = 0;  ///< the allocation's range [start, end) (for LookupCache)
+  std::uint64_t end = 0;
 };
 
 class AllocationTable {
@@ -104,6 +106,10 @@ class AllocationTable {
   /// Forgets everything (fork child). Caller guarantees no concurrent use.
   void ClearForChild();
 
+  /// Changes whenever an entry is added or removed (after the edit), and no two tables ever
+  /// share a value: a LookupCache slot filled under one version is valid while it reads the same.
+  std::uint64_t version() const { return version_.load(std::memory_order_acquire); }
+
   std::uint64_t lookup_give_ups() const { return give_ups_.load(std::memory_order_relaxed); }
   std::uint64_t insert_failures() const { return insert_failures_.load(std::memory_order_relaxed); }
   std::uint64_t live_count() const { return live_count_; }
@@ -132,6 +138,8 @@ class AllocationTable {
   static std::uint32_t ShardOf(std::uint64_t region) {
     return static_cast<std::uint32_t>((region * 0x9E3779B97F4A7C15ull) >> 58);
   }
+  static std::uint64_t NextVersion();
+  void BumpVersion() { version_.store(NextVersion(), std::memory_order_release); }
   bool InsertInShard(Shard* shard, AllocationState* state);
   void RemoveFromShard(Shard* shard, std::uint64_t start);
   template <typename Fn>
@@ -144,6 +152,7 @@ class AllocationTable {
   std::uint64_t live_count_ = 0;               // guarded by mu_
   mutable std::atomic<std::uint64_t> give_ups_{0};
   std::atomic<std::uint64_t> insert_failures_{0};
+  std::atomic<std::uint64_t> version_{NextVersion()};
 };
 
 inline AllocationHit AllocationTable::Lookup(std::uint64_t address) const {
@@ -174,6 +183,8 @@ inline AllocationHit AllocationTable::Lookup(std::uint64_t address) const {
         hit.id = info >> 16;
         hit.device = static_cast<std::uint16_t>(info & 0xffffu);
         hit.state = e.state.load(std::memory_order_acquire);
+        hit.start = e.start.load(std::memory_order_acquire);
+        hit.end = e.end.load(std::memory_order_acquire);
       }
     }
     // Everything above came from the entry itself, with acquire loads (plain moves on x86), so

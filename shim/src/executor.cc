@@ -28,19 +28,6 @@ void ScanUnderPressure(Executor& ex, std::uint64_t bytes, CUstream stream) {
   ExecutorPointerScan(ex, stream, /*boundary=*/false);
 }
 
-// The op's engine tensors at its position in the iteration, for the Belady eviction rule
-// (swap/use_history.h). Launch path: plain loads and stores, no read-modify-write.
-void RecordUses(Executor& ex, AllocationState* const* states, std::uint32_t n) {
-  const std::uint32_t position = ex.op_position.load(std::memory_order_relaxed);
-  ex.op_position.store(position + 1, std::memory_order_relaxed);
-  swap::AllocId ids[ipc::kMaxLaunchTensors];
-  std::uint32_t m = 0;
-  for (std::uint32_t i = 0; i < n && m < ipc::kMaxLaunchTensors; ++i) {
-    if (const swap::AllocId id = IdOf(states[i])) ids[m++] = id;
-  }
-  if (m != 0) ex.engine->RecordUses(position, ids, m);
-}
-
 }  // namespace
 
 Executor* CreateExecutor(const ExecutorEnv& env) {
@@ -237,18 +224,9 @@ void ExecutorPin(Executor& ex, std::uint64_t address) {
 
 void ExecutorAfterSync(Executor& ex) { ex.engine->FlushUnmaps(); }
 
-CUresult ExecutorBeforeOp(Executor& ex, std::uint32_t token, CUstream stream,
-                          AllocationState* const* states, std::uint32_t n, ExecOp* op,
-                          const OpExtent* extents) {
-  op->runner = false;
-  if (ex.runner_active.load(std::memory_order_relaxed) &&
-      !ex.ops_disabled->load(std::memory_order_relaxed)) {
-    ex.runner->BeforeOp(token, stream);
-    op->runner = true;
-  }
-  if (ex.record_uses) RecordUses(ex, states, n);
-  std::uint32_t bits = 0;
-  for (std::uint32_t i = 0; i < n; ++i) bits |= states[i]->flags.load(std::memory_order_acquire);
+CUresult ExecutorBeforeOpSlow(Executor& ex, CUstream stream, AllocationState* const* states,
+                              std::uint32_t n, const ExecOp& op, const OpExtent* extents,
+                              std::uint32_t bits) {
   // A named page of the program's VMM: the op may reach the pages after it (program_vmm.h).
   if (__builtin_expect((bits & kProgramVmmPage) != 0, 0)) {
     return ProgramVmmBeforeOp(*ex.engine, stream, states, n, extents);
@@ -274,7 +252,7 @@ CUresult ExecutorBeforeOp(Executor& ex, std::uint32_t token, CUstream stream,
       states[i]->last_stream.store(sv, std::memory_order_relaxed);
     return r;
   }
-  if (!op->runner) {
+  if (!op.runner) {
     // Warm-up: an OOM eviction must fence the victim on the stream that last used it.
     const auto sv = reinterpret_cast<std::uint64_t>(stream);
     for (std::uint32_t i = 0; i < n; ++i) {

@@ -26,6 +26,7 @@
 #include <string>
 
 #include "alloc_table.h"
+#include "chameleon/ipc/event_records.h"
 #include "chameleon/ipc/policy_blob.h"
 #include "config.h"
 #include "executor_stats.h"
@@ -170,9 +171,15 @@ struct ExecOp {
 /// its tensors (`states`, in record order). A result other than CUDA_SUCCESS means the op must
 /// not be forwarded (its tensors cannot be made resident) and the wrapper returns it.
 /// `extents` (copies, memsets; null for launches): the bytes touched through each of `states`.
+/// Inline: with a policy in force and the op's tensors resident, what every op pays (the
+/// runner's trigger check, the use record, one flags load per tensor) without a call; the rest
+/// (swapped or program-VMM tensors, warm-up) in ExecutorBeforeOpSlow.
 CUresult ExecutorBeforeOp(Executor& ex, std::uint32_t token, CUstream stream,
                           AllocationState* const* states, std::uint32_t n, ExecOp* op,
                           const OpExtent* extents = nullptr);
+CUresult ExecutorBeforeOpSlow(Executor& ex, CUstream stream, AllocationState* const* states,
+                              std::uint32_t n, const ExecOp& op, const OpExtent* extents,
+                              std::uint32_t bits);
 /// True when the op (ExecutorBeforeOp's `op`, its ring ticket filled in by the push) is an
 /// after-anchor of the policy in force: only then is ExecutorAfterOp entered. Inline, lock-free:
 /// the token's after-anchor bitmap (policy_runner.h).
@@ -203,5 +210,41 @@ void ExecutorPointerScan(Executor& ex, CUstream stream, bool boundary);
 /// At exit: the CHAMELEON_STATS_FILE record of the span since the last boundary (nothing when
 /// the executor is off or no file is configured).
 void ExecutorWriteExitStats();
+
+// The op position and the op's engine tensors, for the Belady eviction rule
+// (swap/use_history.h). Launch path: plain loads and stores, no read-modify-write.
+[[gnu::always_inline]] inline void ExecutorRecordUses(Executor& ex, AllocationState* const* states,
+                                                      std::uint32_t n) {
+  const std::uint32_t position = ex.op_position.load(std::memory_order_relaxed);
+  ex.op_position.store(position + 1, std::memory_order_relaxed);
+  swap::AllocId ids[ipc::kMaxLaunchTensors];
+  std::uint32_t m = 0;
+  for (std::uint32_t i = 0; i < n && m < ipc::kMaxLaunchTensors; ++i) {
+    if (const swap::AllocId id = IdOf(states[i])) ids[m++] = id;
+  }
+  if (m != 0) ex.engine->RecordUses(position, ids, m);
+}
+
+[[gnu::always_inline]] inline CUresult ExecutorBeforeOp(Executor& ex, std::uint32_t token,
+                                                        CUstream stream,
+                                                        AllocationState* const* states,
+                                                        std::uint32_t n, ExecOp* op,
+                                                        const OpExtent* extents) {
+  op->runner = false;
+  if (ex.runner_active.load(std::memory_order_relaxed) &&
+      !ex.ops_disabled->load(std::memory_order_relaxed)) {
+    ex.runner->BeforeOp(token, stream);
+    op->runner = true;
+  }
+  if (ex.record_uses) ExecutorRecordUses(ex, states, n);
+  std::uint32_t bits = 0;
+  for (std::uint32_t i = 0; i < n; ++i) bits |= states[i]->flags.load(std::memory_order_acquire);
+  // Steady state under a policy: every tensor resident, nothing else to do.
+  if (__builtin_expect(op->runner && (bits & (kProgramVmmPage | kSwappedOut | kSwapInFlight)) == 0,
+                       1)) {
+    return CUDA_SUCCESS;
+  }
+  return ExecutorBeforeOpSlow(ex, stream, states, n, *op, extents, bits);
+}
 
 }  // namespace chameleon::shim

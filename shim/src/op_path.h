@@ -15,6 +15,7 @@
 
 #include "chameleon/ipc/event_records.h"
 #include "executor.h"
+#include "lookup_cache.h"
 #include "runtime.h"
 
 namespace chameleon::shim {
@@ -108,6 +109,8 @@ constexpr std::uint32_t kScanBudgetWords = 256;
 struct Collector {
   std::uint64_t* ids;
   AllocationState** states;
+  LookupCache* cache;     ///< this thread's (lookup_cache.h)
+  std::uint64_t version;  ///< the table's, loaded before the first lookup
   std::uint32_t count = 0;
   std::uint32_t budget = kScanBudgetWords;
   std::uint16_t device = 0;
@@ -116,7 +119,7 @@ struct Collector {
 [[gnu::always_inline]] inline void AddCandidate(const Runtime& rt, std::uint64_t value,
                                                 Collector& c) {
   if (value < kMinAddress) return;
-  const AllocationHit hit = rt.table.Lookup(value);
+  const AllocationHit hit = c.cache->Lookup(rt.table, c.version, value);
   if (hit.id == 0) return;
   for (std::uint32_t i = 0; i < c.count; ++i) {
     if (c.ids[i] == hit.id) return;
@@ -230,7 +233,7 @@ namespace chameleon::shim {
   const KernelInfo* info = rt.kernels.Find(function);
   if (__builtin_expect(info == nullptr, 0)) info = rt.kernels.Register(function, rt.driver.aux);
   t->token = info != nullptr ? info->token : ipc::kTokenUnknown;
-  Collector c{t->ids(), t->states};
+  Collector c{t->ids(), t->states, &ThreadLookupCache(), rt.table.version()};
   if (params != nullptr) {
     if (info != nullptr && info->layout_known) ScanParams(rt, *info, params, c);
   } else if (extra != nullptr) {

@@ -107,8 +107,10 @@ CUresult BeginCopy(Runtime& rt, std::uint32_t token, std::uint64_t src, std::uin
   ipc::CopyRecord& rec = op->copy;
   rec.stream = reinterpret_cast<std::uint64_t>(stream);
   rec.bytes = bytes;
-  const AllocationHit s = src != 0 ? rt.table.Lookup(src) : AllocationHit{};
-  const AllocationHit d = dst != 0 ? rt.table.Lookup(dst) : AllocationHit{};
+  LookupCache& cache = ThreadLookupCache();
+  const std::uint64_t version = rt.table.version();
+  const AllocationHit s = src != 0 ? cache.Lookup(rt.table, version, src) : AllocationHit{};
+  const AllocationHit d = dst != 0 ? cache.Lookup(rt.table, version, dst) : AllocationHit{};
   if (token == 0) {
     token = peer                       ? ipc::kTokenCopyPeer
             : (s.id != 0 && d.id == 0) ? ipc::kTokenCopyDtoH
@@ -141,7 +143,7 @@ CUresult BeginMemset(Runtime& rt, std::uint64_t dst, std::uint64_t bytes, CUstre
   ipc::MemsetRecord& rec = op->memset_rec;
   rec.token = ipc::kTokenMemset;
   rec.stream = reinterpret_cast<std::uint64_t>(stream);
-  const AllocationHit h = rt.table.Lookup(dst);
+  const AllocationHit h = ThreadLookupCache().Lookup(rt.table, rt.table.version(), dst);
   rec.dst = h.id;
   rec.device = h.device;
   rec.bytes = bytes;

@@ -1,11 +1,14 @@
 #include "runtime.h"
 
+#include "lookup_cache.h"
+
 namespace chameleon::shim {
 
 std::atomic<int> g_mode{0};
 Runtime* g_runtime = nullptr;
 
 void Runtime::LockForFork() {
+  LookupCachePoolMutex().lock();
   tracker_mu.lock();
   table.writer_mutex().lock();
   kernels.mutex().lock();
@@ -15,6 +18,7 @@ void Runtime::UnlockAfterFork() {
   kernels.mutex().unlock();
   table.writer_mutex().unlock();
   tracker_mu.unlock();
+  LookupCachePoolMutex().unlock();
 }
 
 void Runtime::ResetInForkChild() {
@@ -22,6 +26,7 @@ void Runtime::ResetInForkChild() {
   table.ClearForChild();
   table.writer_mutex().unlock();
   tracker_mu.unlock();
+  LookupCachePoolMutex().unlock();
   telemetry.ResetForChild();
   // The name table lives in the parent's (shared) segment: the child must never append to it.
   kernels.AttachNames(ipc::NameTableWriter(), false, nullptr);

@@ -33,6 +33,9 @@ class EventRingProducer {
   std::uint64_t capacity() const { return capacity_; }
 
  private:
+  // How far ahead of the tail Claim prefetches (CommitClaim says why). Harmless where it lands on
+  // bytes the consumer still reads (a nearly full or tiny ring): a prefetch is only a hint.
+  static constexpr std::uint64_t kPrefetchAhead = 512;
   // Fast path inline; ClaimSlow (event_ring.cc) handles "cache says full" and the ring end.
   std::uint8_t* Claim(std::size_t record_bytes);
   std::uint8_t* ClaimSlow(std::size_t record_bytes);
@@ -126,6 +129,11 @@ class EventRingConsumer {
 
 inline std::uint8_t* EventRingProducer::CommitClaim(std::uint64_t index, std::size_t record_bytes,
                                                     std::uint64_t advance) {
+  // The line kPrefetchAhead bytes on, for writing: a record's first store to a line the core
+  // does not own waits for it (from L3 or the consumer's core) and holds up every store behind
+  // it; fetched ahead, it is there when the push reaches it. shim_bench: -5 ns a launch (16 MiB
+  // ring; 256 B to 4 KiB ahead measured alike).
+  __builtin_prefetch(data_ + ((index + kPrefetchAhead) & mask_), /*rw=*/1, /*locality=*/3);
   // Negative length before tail: a writer that dies after this leaves a skippable claim.
   reinterpret_cast<RecordHeader*>(data_ + index)
       ->length.store(-static_cast<std::int32_t>(record_bytes), std::memory_order_relaxed);

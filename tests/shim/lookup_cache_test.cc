@@ -1,0 +1,146 @@
+// The thread's lookup cache in front of the allocation table (shim/src/lookup_cache.h): it
+// answers as the table does, asks the table once per allocation while nothing changes, never
+// answers from before a change it was told of, keeps tables apart, and is reused across threads.
+#include "lookup_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace chameleon::shim {
+namespace {
+
+AllocationState* Add(AllocationTable& t, std::uint64_t id, std::uint64_t address,
+                     std::uint64_t bytes) {
+  AllocationState* s = t.NewState();
+  s->id = id;
+  s->address = address;
+  s->bytes = bytes;
+  EXPECT_TRUE(t.Insert(s));
+  return s;
+}
+
+constexpr std::uint64_t kBase = 0x7f0000000000ull;
+
+TEST(LookupCacheTest, ShouldAnswerAsTheTableAndAskItOncePerAllocation) {
+  AllocationTable t;
+  AllocationState* a = Add(t, 7, kBase, 64u << 20);
+  LookupCache cache;
+  const std::uint64_t v = t.version();
+  const AllocationHit first = cache.Lookup(t, v, kBase + 4096);
+  EXPECT_EQ(first.id, 7u);
+  EXPECT_EQ(first.state, a);
+  EXPECT_EQ(first.start, kBase);
+  EXPECT_EQ(first.end, kBase + (64u << 20));
+  // The same granule, then another granule of the same allocation (its own slot: one more ask).
+  EXPECT_EQ(cache.Lookup(t, v, kBase + 128).id, 7u);
+  EXPECT_EQ(cache.misses(), 1u);
+  EXPECT_EQ(cache.Lookup(t, v, kBase + (40u << 20)).id, 7u);
+  EXPECT_EQ(cache.Lookup(t, v, kBase + (40u << 20) + 8).id, 7u);
+  EXPECT_EQ(cache.misses(), 2u);
+  // Past the end: not the allocation, whatever the slot holds.
+  EXPECT_EQ(cache.Lookup(t, v, kBase + (64u << 20)).id, 0u);
+}
+
+TEST(LookupCacheTest, ShouldAskTheTableAgainAfterARemovalAndSeeTheNewAllocation) {
+  AllocationTable t;
+  Add(t, 1, kBase, 1u << 20);
+  LookupCache cache;
+  const std::uint64_t before = t.version();
+  ASSERT_EQ(cache.Lookup(t, before, kBase + 64).id, 1u);
+  AllocationState* gone = t.Remove(kBase);
+  ASSERT_NE(gone, nullptr);
+  t.Recycle(gone);
+  const std::uint64_t after_remove = t.version();
+  EXPECT_NE(after_remove, before);
+  EXPECT_EQ(cache.Lookup(t, after_remove, kBase + 64).id, 0u);
+  Add(t, 2, kBase, 1u << 20);  // the same range, a new allocation
+  EXPECT_EQ(cache.Lookup(t, t.version(), kBase + 64).id, 2u);
+  EXPECT_EQ(cache.misses(), 3u);
+}
+
+TEST(LookupCacheTest, ShouldCacheOnlyTrackedAddresses) {
+  AllocationTable t;
+  Add(t, 1, kBase, 1u << 20);
+  LookupCache cache;
+  const std::uint64_t v = t.version();
+  EXPECT_EQ(cache.Lookup(t, v, kBase + (8u << 20)).id, 0u);
+  EXPECT_EQ(cache.Lookup(t, v, kBase + (8u << 20)).id, 0u);
+  EXPECT_EQ(cache.misses(), 2u);
+}
+
+TEST(LookupCacheTest, ShouldKeepTwoTablesApart) {
+  // Two tables never share a version, so a slot filled from one never answers for the other.
+  AllocationTable one;
+  AllocationTable two;
+  Add(one, 1, kBase, 1u << 20);
+  Add(two, 2, kBase, 1u << 20);
+  EXPECT_NE(one.version(), two.version());
+  LookupCache cache;
+  EXPECT_EQ(cache.Lookup(one, one.version(), kBase).id, 1u);
+  EXPECT_EQ(cache.Lookup(two, two.version(), kBase).id, 2u);
+  EXPECT_EQ(cache.Lookup(one, one.version(), kBase).id, 1u);
+}
+
+TEST(LookupCacheTest, ReadersRacingWritersNeverSeeAWrongAllocation) {
+  AllocationTable t;
+  Add(t, 1000000, kBase, 1u << 20);  // stable, next to a churned neighbour in its granule
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> wrong{0};
+  std::atomic<std::uint64_t> found{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r) {
+    readers.emplace_back([&] {
+      LookupCache& cache = ThreadLookupCache();
+      while (!stop.load(std::memory_order_relaxed)) {
+        const std::uint64_t v = t.version();
+        const AllocationHit hit = cache.Lookup(t, v, kBase + 0x800);
+        if (hit.id == 1000000) {
+          found.fetch_add(1, std::memory_order_relaxed);
+        } else if (hit.id != 0) {
+          wrong.fetch_add(1, std::memory_order_relaxed);
+        }
+        const AllocationHit neighbour = cache.Lookup(t, v, kBase + (1u << 20) + 0x800);
+        if (neighbour.id >= 1000000) wrong.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  }
+  for (std::uint64_t i = 1; i <= 20000 || (found.load() < 1000 && i < 900000); ++i) {
+    Add(t, i, kBase + (1u << 20), 0x1000);
+    AllocationState* s = t.Remove(kBase + (1u << 20));
+    ASSERT_NE(s, nullptr);
+    t.Recycle(s);
+  }
+  stop.store(true);
+  for (auto& th : readers) th.join();
+  EXPECT_EQ(wrong.load(), 0u);
+  EXPECT_GE(found.load(), 1000u);
+}
+
+TEST(LookupCacheTest, ShouldHandAnExitedThreadsCacheToTheNextThreadCleared) {
+  AllocationTable t;
+  Add(t, 1, kBase, 1u << 20);
+  const std::uint64_t v = t.version();
+  std::set<const LookupCache*> caches;
+  std::uint64_t answered_from_stale_slots = 0;
+  for (int i = 0; i < 32; ++i) {
+    std::thread([&] {
+      LookupCache& cache = ThreadLookupCache();
+      caches.insert(&cache);
+      const std::uint64_t misses = cache.misses();
+      EXPECT_EQ(cache.Lookup(t, v, kBase).id, 1u);
+      // A recycled cache starts empty: the first lookup asks the table.
+      if (cache.misses() == misses) ++answered_from_stale_slots;
+    }).join();
+  }
+  EXPECT_EQ(answered_from_stale_slots, 0u);
+  // One thread alive at a time: the pool hands the same few caches round (the test binary's
+  // other threads may have left some in it).
+  EXPECT_LE(caches.size(), 4u);
+}
+
+}  // namespace
+}  // namespace chameleon::shim
