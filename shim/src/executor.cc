@@ -326,8 +326,20 @@ std::uint64_t ExecutorBoundary(Executor& ex) {
   const std::uint64_t generation = swap::SwapCounters::Get(ex.counters.policy_generation);
   ex.runner->BeginIteration();
   if (ex.record_uses) {
-    ex.engine->CloseUseIteration(ex.op_position.load(std::memory_order_relaxed));
+    const bool paused = ex.uses_paused.load(std::memory_order_relaxed);
+    ex.engine->CloseUseIteration(ex.op_position.load(std::memory_order_relaxed), !paused);
+    if (paused) ex.counters.Add(ex.counters.use_history_skips);
     ex.op_position.store(0, std::memory_order_relaxed);
+    // Recording the uses is for the safety net's evictions. A policy that ran a whole iteration
+    // without one, and stays in force, needs none: the next iteration is not recorded, and the
+    // eviction rule reads the last recorded one (the same loop). Any eviction, a new generation
+    // or no policy: record again.
+    const std::uint64_t evictions = swap::SwapCounters::Get(ex.counters.evictions);
+    const bool evicted = evictions != ex.evictions_seen;
+    ex.evictions_seen = evictions;
+    ex.uses_paused.store(ex.runner->active() && ex.runner->generation() == generation &&
+                             generation != 0 && !evicted && ex.engine->UsesKnown(),
+                         std::memory_order_relaxed);
   }
   if (ex.stats_file.is_open()) {
     ex.stats_file.Write("iteration", ex.counters.Values(), generation, ex.engine->device_limit());

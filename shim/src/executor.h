@@ -79,6 +79,10 @@ struct Executor {
   /// Ops since the iteration boundary (plain load + store: launching threads racing may lose a
   /// count, which only blurs the Belady rule's positions).
   std::atomic<std::uint32_t> op_position{0};
+  /// The uses of this iteration are not recorded (ExecutorBoundary decides, docs/executor.md
+  /// "Use history"): a policy in force ran the last iteration without evicting.
+  std::atomic<bool> uses_paused{false};
+  std::uint64_t evictions_seen = 0;  ///< evictions counter at the last boundary (runner_mu)
   std::unique_ptr<swap::SwapEngine> engine;
   std::unique_ptr<swap::PolicyRunner> runner;
   std::mutex runner_mu;  ///< serialises boundaries and stats-file writes (never taken per op)
@@ -217,6 +221,10 @@ void ExecutorWriteExitStats();
                                                       std::uint32_t n) {
   const std::uint32_t position = ex.op_position.load(std::memory_order_relaxed);
   ex.op_position.store(position + 1, std::memory_order_relaxed);
+  if (ex.uses_paused.load(std::memory_order_relaxed)) {
+    ex.engine->NotePosition(position);  // the Belady rule's "now" (a use record's ~4 ns saved)
+    return;
+  }
   swap::AllocId ids[ipc::kMaxLaunchTensors];
   std::uint32_t m = 0;
   for (std::uint32_t i = 0; i < n && m < ipc::kMaxLaunchTensors; ++i) {

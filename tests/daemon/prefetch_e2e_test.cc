@@ -32,6 +32,12 @@ std::vector<std::string> DemoShape(int layers) {
           "--seed",   "7"};
 }
 
+/// `key` of one record (0 when absent).
+std::uint64_t Count(const StatsRecord& r, const std::string& key) {
+  const auto it = r.counters.find(key);
+  return it == r.counters.end() ? 0 : it->second;
+}
+
 /// Sums `key` over `records`.
 std::uint64_t Sum(const std::vector<StatsRecord>& records, const std::string& key) {
   return std::accumulate(records.begin(), records.end(), std::uint64_t{0},
@@ -106,6 +112,12 @@ TEST_F(PrefetchE2ETest, SteadyStateSwapInsAreIssuedAheadOfTheirConsumersWithoutE
       << ahead << " ahead, " << late << " late, " << faults << " fault-ins";
   EXPECT_EQ(Sum(steady, "evictions"), 0u);
   EXPECT_EQ(Sum(steady, "fault_ins"), 0u);
+  // A policy that does not evict needs no use record for the safety net (docs/executor.md, "Use
+  // history"): after one whole iteration under it, none is recorded. (The final generation's
+  // first iteration may evict once: its successor is then recorded; from the next on, none.)
+  for (std::size_t i = 1; i < steady.size(); ++i) {
+    EXPECT_EQ(Count(steady[i], "use_history_skips"), 1u) << "steady iteration " << i;
+  }
 }
 
 // ReserveFeedback (docs/policy.md, "Reserve"): a plan that leaves no room for what the profile
@@ -138,6 +150,14 @@ TEST_F(PrefetchE2ETest, AChosenPlanThatEvictsIsPlannedAgainWithALargerReserve) {
     evicted_under_first += r.counters.count("evictions") ? r.counters.at("evictions") : 0;
   }
   EXPECT_GT(evicted_under_first, 0u);
+  // An iteration that evicted is followed by one whose uses are recorded: the eviction rule must
+  // read a fresh one (docs/executor.md, "Use history").
+  const std::vector<StatsRecord> its = IterationRecords(all);
+  for (std::size_t i = 0; i + 1 < its.size(); ++i) {
+    if (Count(its[i], "evictions") > 0) {
+      EXPECT_EQ(Count(its[i + 1], "use_history_skips"), 0u) << "iteration record " << i + 1;
+    }
+  }
   // ... and the plan in force at the end does not.
   const std::vector<StatsRecord> steady = SteadyUnderPolicy(all);
   ASSERT_GE(steady.size(), 3u) << "fewer than 3 iterations under the final policy";

@@ -92,9 +92,18 @@ CUresult SwapEngine::Init() {
   return CUDA_SUCCESS;
 }
 
-void SwapEngine::CloseUseIteration(std::uint32_t ops) {
+void SwapEngine::CloseUseIteration(std::uint32_t ops, bool recorded) {
   std::lock_guard lock(mu_);
-  history_.Close(ops, table_.next_id());
+  if (recorded) {
+    history_.Close(ops, table_.next_id());
+  } else {
+    history_.Skip(ops, table_.next_id());
+  }
+}
+
+bool SwapEngine::UsesKnown() const {
+  std::lock_guard lock(mu_);
+  return history_.known();
 }
 
 void SwapEngine::AttachFlags(AllocId id, std::atomic<std::uint32_t>* flags) {

@@ -178,8 +178,16 @@ class SwapEngine {
     position_.store(position, std::memory_order_relaxed);
     history_.Record(position, ids, n);
   }
-  /// An iteration boundary after `ops` ops: the recorded uses become the previous iteration's.
-  void CloseUseIteration(std::uint32_t ops);
+  /// While recording is paused (UseHistory::Skip): the op's position only, which the Belady
+  /// rule still needs as "now".
+  void NotePosition(std::uint32_t position) {
+    position_.store(position, std::memory_order_relaxed);
+  }
+  /// An iteration boundary after `ops` ops: the recorded uses become the previous iteration's;
+  /// with `recorded` false (paused) the last recorded iteration stays the one read.
+  void CloseUseIteration(std::uint32_t ops, bool recorded = true);
+  /// True when the eviction rule has a whole recorded iteration to read (UseHistory::known).
+  bool UsesKnown() const;
 
   /// The allocation containing `address`, or 0.
   AllocId Find(CUdeviceptr address) const;

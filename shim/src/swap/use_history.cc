@@ -52,6 +52,15 @@ void UseHistory::Close(std::uint32_t ops, AllocId next_id) {
   overflow_.store(false, std::memory_order_relaxed);
 }
 
+void UseHistory::Skip(std::uint32_t ops, AllocId next_id) {
+  previous_ops_ = ops;
+  before_ = first_;
+  first_ = next_id;
+  // Nothing was written to the current log (same tag): it starts over when recording resumes.
+  used_.store(0, std::memory_order_relaxed);
+  overflow_.store(false, std::memory_order_relaxed);
+}
+
 void UseHistory::BuildPrevious() {
   previous_.clear();
   previous_built_ = true;

@@ -76,6 +76,12 @@ class UseHistory {
   /// (the first of the iteration that starts now).
   void Close(std::uint32_t ops, AllocId next_id);
 
+  /// Closes an iteration that was not recorded (the executor pauses recording while a policy
+  /// runs without evicting: docs/executor.md, "Use history"). The log NextUse reads stays the
+  /// last recorded one, standing for the iteration that just ended (a steady loop repeats it:
+  /// its allocations have the same ordinals); only the ids the keys count from move on.
+  void Skip(std::uint32_t ops, AllocId next_id);
+
   /// True when the previous iteration was recorded whole (Close ran at least twice: the first
   /// boundary only opens the first recorded iteration).
   bool known() const { return known_; }

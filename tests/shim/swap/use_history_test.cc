@@ -50,6 +50,28 @@ TEST(UseHistoryTest, NextUseComesFromThePreviousIterationsCounterpart) {
   EXPECT_EQ(h.NextUse(6, 0), sw::UseHistory::kUnknown);
 }
 
+TEST(UseHistoryTest, AnIterationSkippedLeavesTheLastRecordedOneStandingForIt) {
+  sw::UseHistory h;
+  h.Close(0, /*next_id=*/2);
+  Step(&h, 2, 3);  // iteration 1 recorded: A = 2, B = 3
+  h.Close(8, /*next_id=*/4);
+  // Iteration 2 (A = 4, B = 5) is not recorded, nor iteration 3 (A = 6, B = 7).
+  h.Skip(8, /*next_id=*/6);
+  h.Skip(8, /*next_id=*/8);
+  ASSERT_TRUE(h.known());
+  // Iteration 4 allocates A = 8, B = 9: their counterparts are iteration 1's.
+  EXPECT_EQ(h.NextUse(8, 1), 5u);
+  EXPECT_EQ(h.NextUse(9, 2), 4u);
+  EXPECT_EQ(h.NextUse(1, 6), 8u);
+  EXPECT_EQ(h.NextUse(8, 5), sw::UseHistory::kUnknown);
+  // Recording again: iteration 4 is recorded with other uses, and becomes the one read.
+  Use(&h, 3, {8});
+  h.Close(8, /*next_id=*/10);
+  ASSERT_TRUE(h.known());
+  EXPECT_EQ(h.NextUse(10, 0), 3u);
+  EXPECT_EQ(h.NextUse(11, 0), sw::UseHistory::kUnknown);
+}
+
 TEST(UseHistoryTest, AnAllocationOfThePreviousIterationIsKeyedByItsOrdinalThere) {
   sw::UseHistory h;
   h.Close(0, 1);
