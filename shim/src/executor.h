@@ -80,7 +80,7 @@ struct Executor {
   /// count, which only blurs the Belady rule's positions).
   std::atomic<std::uint32_t> op_position{0};
   /// The uses of this iteration are not recorded (ExecutorBoundary decides, docs/executor.md
-  /// "Use history"): a policy in force ran the last iteration without evicting.
+  /// "The recorded sequence"): a policy in force ran the last iteration without evicting.
   std::atomic<bool> uses_paused{false};
   std::uint64_t evictions_seen = 0;  ///< evictions counter at the last boundary (runner_mu)
   std::unique_ptr<swap::SwapEngine> engine;

@@ -4,22 +4,20 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <thread>
 #include <vector>
+
+#include "alloc_table_testing.h"
 
 namespace chameleon::shim {
 namespace {
 
+using testing::AddAllocation;
+using testing::kStableId;
+using testing::RaceReadersAgainstChurn;
+
 AllocationState* Add(AllocationTable& t, std::uint64_t id, std::uint64_t address,
                      std::uint64_t bytes, std::uint16_t device = 0) {
-  AllocationState* s = t.NewState();
-  s->id = id;
-  s->address = address;
-  s->bytes = bytes;
-  s->device = device;
-  EXPECT_TRUE(t.Insert(s));
-  return s;
+  return AddAllocation(t, id, address, bytes, device);
 }
 
 TEST(AllocationTableTest, FindsInteriorAddressesAndNothingOutside) {
@@ -70,39 +68,14 @@ TEST(AllocationTableTest, RemoveRangeTakesEveryAllocationStartingInside) {
 
 TEST(AllocationTableTest, ReadersRacingWritersNeverSeeAWrongAllocation) {
   AllocationTable t;
-  // A stable allocation readers look up while a writer churns its neighbours.
-  Add(t, 1000000, 0x20000000, 0x1000);
-  std::atomic<bool> stop{false};
-  std::atomic<std::uint64_t> wrong{0};
-  std::atomic<std::uint64_t> found{0};
-  std::vector<std::thread> readers;
-  for (int r = 0; r < 2; ++r) {
-    readers.emplace_back([&] {
-      while (!stop.load(std::memory_order_relaxed)) {
-        const AllocationHit hit = t.Lookup(0x20000800);
-        if (hit.id == 1000000) {
-          found.fetch_add(1, std::memory_order_relaxed);
-        } else if (hit.id != 0) {
-          wrong.fetch_add(1, std::memory_order_relaxed);
-        }
-        const AllocationHit none = t.Lookup(0x20001800);  // churned neighbour or nothing
-        if (none.id != 0 && none.id >= 1000000) wrong.fetch_add(1);
-      }
-    });
-  }
-  // Churn until the readers have overlapped with the writer for a while (they may start late on
-  // a loaded machine); ids stay below 1000000 either way.
-  for (std::uint64_t i = 1; i <= 20000 || (found.load() < 1000 && i < 900000); ++i) {
-    Add(t, i, 0x20001000, 0x1000);
-    AllocationState* s = t.Remove(0x20001000);
-    ASSERT_NE(s, nullptr);
-    t.Recycle(s);
-  }
-  stop.store(true);
-  for (auto& th : readers) th.join();
-  EXPECT_EQ(wrong.load(), 0u);
+  // A stable allocation readers look up while a writer churns its neighbour.
+  Add(t, kStableId, 0x20000000, 0x1000);
+  const testing::RaceOutcome seen = RaceReadersAgainstChurn(t, 0x20000800, 0x20001800, [&] {
+    return [&](std::uint64_t address) { return t.Lookup(address); };
+  });
+  EXPECT_EQ(seen.wrong, 0u);
   // A reader may give up while a writer holds the shard, but lookups do succeed meanwhile.
-  EXPECT_GE(found.load(), 1000u);
+  EXPECT_GE(seen.found, 1000u);
 }
 
 }  // namespace

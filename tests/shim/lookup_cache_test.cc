@@ -5,22 +5,17 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <set>
 #include <thread>
-#include <vector>
+
+#include "alloc_table_testing.h"
 
 namespace chameleon::shim {
 namespace {
 
 AllocationState* Add(AllocationTable& t, std::uint64_t id, std::uint64_t address,
                      std::uint64_t bytes) {
-  AllocationState* s = t.NewState();
-  s->id = id;
-  s->address = address;
-  s->bytes = bytes;
-  EXPECT_TRUE(t.Insert(s));
-  return s;
+  return testing::AddAllocation(t, id, address, bytes);
 }
 
 constexpr std::uint64_t kBase = 0x7f0000000000ull;
@@ -87,37 +82,16 @@ TEST(LookupCacheTest, ShouldKeepTwoTablesApart) {
 
 TEST(LookupCacheTest, ReadersRacingWritersNeverSeeAWrongAllocation) {
   AllocationTable t;
-  Add(t, 1000000, kBase, 1u << 20);  // stable, next to a churned neighbour in its granule
-  std::atomic<bool> stop{false};
-  std::atomic<std::uint64_t> wrong{0};
-  std::atomic<std::uint64_t> found{0};
-  std::vector<std::thread> readers;
-  for (int r = 0; r < 2; ++r) {
-    readers.emplace_back([&] {
-      LookupCache& cache = ThreadLookupCache();
-      while (!stop.load(std::memory_order_relaxed)) {
-        const std::uint64_t v = t.version();
-        const AllocationHit hit = cache.Lookup(t, v, kBase + 0x800);
-        if (hit.id == 1000000) {
-          found.fetch_add(1, std::memory_order_relaxed);
-        } else if (hit.id != 0) {
-          wrong.fetch_add(1, std::memory_order_relaxed);
-        }
-        const AllocationHit neighbour = cache.Lookup(t, v, kBase + (1u << 20) + 0x800);
-        if (neighbour.id >= 1000000) wrong.fetch_add(1, std::memory_order_relaxed);
-      }
-    });
-  }
-  for (std::uint64_t i = 1; i <= 20000 || (found.load() < 1000 && i < 900000); ++i) {
-    Add(t, i, kBase + (1u << 20), 0x1000);
-    AllocationState* s = t.Remove(kBase + (1u << 20));
-    ASSERT_NE(s, nullptr);
-    t.Recycle(s);
-  }
-  stop.store(true);
-  for (auto& th : readers) th.join();
-  EXPECT_EQ(wrong.load(), 0u);
-  EXPECT_GE(found.load(), 1000u);
+  // Stable, next to the churned neighbour in its 2 MiB granule: the two share a slot.
+  Add(t, testing::kStableId, kBase, 1u << 20);
+  const testing::RaceOutcome seen =
+      testing::RaceReadersAgainstChurn(t, kBase + 0x800, kBase + (1u << 20) + 0x800, [&] {
+        return [&t, &cache = ThreadLookupCache()](std::uint64_t address) {
+          return cache.Lookup(t, t.version(), address);
+        };
+      });
+  EXPECT_EQ(seen.wrong, 0u);
+  EXPECT_GE(seen.found, 1000u);
 }
 
 TEST(LookupCacheTest, ShouldHandAnExitedThreadsCacheToTheNextThreadCleared) {

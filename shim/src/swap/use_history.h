@@ -77,8 +77,8 @@ class UseHistory {
   void Close(std::uint32_t ops, AllocId next_id);
 
   /// Closes an iteration that was not recorded (the executor pauses recording while a policy
-  /// runs without evicting: docs/executor.md, "Use history"). The log NextUse reads stays the
-  /// last recorded one, standing for the iteration that just ended (a steady loop repeats it:
+  /// runs without evicting: docs/executor.md, "The recorded sequence"). The log NextUse reads stays
+  /// the last recorded one, standing for the iteration that just ended (a steady loop repeats it:
   /// its allocations have the same ordinals); only the ids the keys count from move on.
   void Skip(std::uint32_t ops, AllocId next_id);
 
