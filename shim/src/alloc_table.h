@@ -65,6 +65,12 @@ struct AllocationHit {
   std::uint64_t end = 0;
 };
 
+/// One of 64 buckets for `key` (Fibonacci hashing: the top 6 bits of key × 2^64/φ), which
+/// spreads consecutive keys (regions, granules) over all buckets.
+inline std::uint32_t Bucket64(std::uint64_t key) {
+  return static_cast<std::uint32_t>((key * 0x9E3779B97F4A7C15ull) >> 58);
+}
+
 class AllocationTable {
  public:
   static constexpr std::uint32_t kShards = 64;
@@ -135,9 +141,8 @@ class AllocationTable {
     __builtin_ia32_pause();
 #endif
   }
-  static std::uint32_t ShardOf(std::uint64_t region) {
-    return static_cast<std::uint32_t>((region * 0x9E3779B97F4A7C15ull) >> 58);
-  }
+  static std::uint32_t ShardOf(std::uint64_t region) { return Bucket64(region); }
+  static_assert(kShards == 64, "ShardOf picks one of Bucket64's 64 buckets");
   static std::uint64_t NextVersion();
   void BumpVersion() { version_.store(NextVersion(), std::memory_order_release); }
   bool InsertInShard(Shard* shard, AllocationState* state);

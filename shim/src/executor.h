@@ -178,9 +178,9 @@ struct ExecOp {
 /// Inline: with a policy in force and the op's tensors resident, what every op pays (the
 /// runner's trigger check, the use record, one flags load per tensor) without a call; the rest
 /// (swapped or program-VMM tensors, warm-up) in ExecutorBeforeOpSlow.
-CUresult ExecutorBeforeOp(Executor& ex, std::uint32_t token, CUstream stream,
-                          AllocationState* const* states, std::uint32_t n, ExecOp* op,
-                          const OpExtent* extents = nullptr);
+inline CUresult ExecutorBeforeOp(Executor& ex, std::uint32_t token, CUstream stream,
+                                 AllocationState* const* states, std::uint32_t n, ExecOp* op,
+                                 const OpExtent* extents = nullptr);
 CUresult ExecutorBeforeOpSlow(Executor& ex, CUstream stream, AllocationState* const* states,
                               std::uint32_t n, const ExecOp& op, const OpExtent* extents,
                               std::uint32_t bits);

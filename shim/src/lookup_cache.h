@@ -65,10 +65,8 @@ class LookupCache {
     AllocationState* state = nullptr;
     std::uint16_t device = 0;
   };
-  static std::uint32_t SlotOf(std::uint64_t address) {
-    return static_cast<std::uint32_t>(((address >> kGranuleShift) * 0x9E3779B97F4A7C15ull) >> 58);
-  }
-  static_assert(kSlots == 64, "SlotOf keeps the top 6 bits");
+  static std::uint32_t SlotOf(std::uint64_t address) { return Bucket64(address >> kGranuleShift); }
+  static_assert(kSlots == 64, "SlotOf picks one of Bucket64's 64 buckets");
 
   AllocationHit Fill(const AllocationTable& table, std::uint64_t version, std::uint64_t address,
                      Slot* s) {

@@ -41,10 +41,7 @@ std::uint64_t Count(const StatsRecord& r, const std::string& key) {
 /// Sums `key` over `records`.
 std::uint64_t Sum(const std::vector<StatsRecord>& records, const std::string& key) {
   return std::accumulate(records.begin(), records.end(), std::uint64_t{0},
-                         [&](std::uint64_t s, const StatsRecord& r) {
-                           const auto it = r.counters.find(key);
-                           return s + (it == r.counters.end() ? 0 : it->second);
-                         });
+                         [&](std::uint64_t s, const StatsRecord& r) { return s + Count(r, key); });
 }
 
 /// The iterations run under the final generation (the one STABLE kept), but not the first of
@@ -112,9 +109,10 @@ TEST_F(PrefetchE2ETest, SteadyStateSwapInsAreIssuedAheadOfTheirConsumersWithoutE
       << ahead << " ahead, " << late << " late, " << faults << " fault-ins";
   EXPECT_EQ(Sum(steady, "evictions"), 0u);
   EXPECT_EQ(Sum(steady, "fault_ins"), 0u);
-  // A policy that does not evict needs no use record for the safety net (docs/executor.md, "Use
-  // history"): after one whole iteration under it, none is recorded. (The final generation's
-  // first iteration may evict once: its successor is then recorded; from the next on, none.)
+  // A policy that does not evict needs no use record for the safety net (docs/executor.md, "The
+  // recorded sequence"): after one whole iteration under it, none is recorded. (The final
+  // generation's first iteration may evict once: its successor is then recorded; from the next on,
+  // none.)
   for (std::size_t i = 1; i < steady.size(); ++i) {
     EXPECT_EQ(Count(steady[i], "use_history_skips"), 1u) << "steady iteration " << i;
   }
@@ -147,11 +145,11 @@ TEST_F(PrefetchE2ETest, AChosenPlanThatEvictsIsPlannedAgainWithALargerReserve) {
   std::size_t under_first = 0;
   for (const StatsRecord& r : IterationRecords(all)) {
     if (r.generation_in_force != first_chosen || ++under_first == 1) continue;
-    evicted_under_first += r.counters.count("evictions") ? r.counters.at("evictions") : 0;
+    evicted_under_first += Count(r, "evictions");
   }
   EXPECT_GT(evicted_under_first, 0u);
   // An iteration that evicted is followed by one whose uses are recorded: the eviction rule must
-  // read a fresh one (docs/executor.md, "Use history").
+  // read a fresh one (docs/executor.md, "The recorded sequence").
   const std::vector<StatsRecord> its = IterationRecords(all);
   for (std::size_t i = 0; i + 1 < its.size(); ++i) {
     if (Count(its[i], "evictions") > 0) {
