@@ -167,6 +167,7 @@ std::size_t CandidateTrials::Stale(std::uint64_t exclusions) const {
 }
 
 void CandidateTrials::Choose(const Candidate* best, std::uint64_t generation) {
+  chosen_.reset();
   if (best != nullptr) chosen_ = *best;
   chosen_generation_ = generation;
 }

@@ -49,6 +49,7 @@ ClientSession::ClientSession(ClientIdentity identity, ipc::Segment segment,
       device_view_(identity_),
       trials_(policy::CandidateConfigs(options.policy,
                                        static_cast<std::uint32_t>(options.detection.stage_n + 1))),
+      plans_(options.remembered_plans),
       publisher_(identity_, segment_.mailbox_writer()) {
   // The daemon needs the mapping only; dropping the descriptor keeps its fd count flat.
   segment_.CloseFd();
@@ -304,6 +305,7 @@ void ClientSession::ForgetProfile() {
   // (issue 18: six candidates planned from a 20-op layer, all refused).
   recorder_.Forget();
   trials_.Restart();
+  plans_.Clear();  // their anchors count ops from the old boundary
 }
 
 void ClientSession::HandleMark(const ipc::IterationMarkRecord& mark, std::uint16_t flags) {

@@ -78,7 +78,7 @@ void ReadPolicy(ConfigReader& r, const YAML::Node& n, ServiceConfig* c) {
                   {"size_weight", "prefetch_margin", "host_bandwidth_bytes_per_s",
                    "device_to_host_bytes_per_s", "host_to_device_bytes_per_s", "link_efficiency",
                    "full_duplex", "min_swap_bytes", "cross_iteration", "layers_per_phase",
-                   "chunk_bytes", "reserve_bytes", "reserve_feedback"})) {
+                   "chunk_bytes", "reserve_bytes", "reserve_feedback", "remembered_plans"})) {
     return;
   }
   policy::GeneratorOptions& p = c->daemon.policy;
@@ -97,6 +97,7 @@ void ReadPolicy(ConfigReader& r, const YAML::Node& n, ServiceConfig* c) {
   r.Bytes(n, kPath, "chunk_bytes", 0, &p.chunk_bytes);
   r.Bytes(n, kPath, "reserve_bytes", 0, &p.reserve_bytes);
   r.Bool(n, kPath, "reserve_feedback", &c->daemon.reserve_feedback);
+  r.Unsigned32(n, kPath, "remembered_plans", 0, 1024, &c->daemon.remembered_plans);
 }
 
 void ReadDevices(ConfigReader& r, const YAML::Node& n, ServiceConfig* c) {

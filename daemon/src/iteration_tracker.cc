@@ -1,6 +1,7 @@
 #include "chameleon/daemon/iteration_tracker.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace chameleon::daemon {
 
@@ -21,7 +22,7 @@ bool IterationTracker::Matches() const {
 }
 
 void IterationTracker::FeedOldestPending() {
-  if (started_) comparator_.Add(pending_[0]);
+  if (started_) Feed(pending_[0]);
   std::copy(pending_.begin() + 1, pending_.begin() + pending_size_, pending_.begin());
   --pending_size_;
 }
@@ -41,7 +42,7 @@ bool IterationTracker::Add(std::uint32_t token) {
       while (pending_size_ > signature_.size()) FeedOldestPending();
       finished = started_ && Cut();
       started_ = true;
-      for (std::size_t i = 0; i < pending_size_; ++i) comparator_.Add(pending_[i]);
+      for (std::size_t i = 0; i < pending_size_; ++i) Feed(pending_[i]);
       pending_size_ = 0;
       ops_since_boundary_ = signature_.size();
       return finished;
@@ -61,6 +62,7 @@ bool IterationTracker::Cut() {
   const bool doubled = previous > 0 &&
                        double(ops) >= 2.0 * double(previous) * (1 - tolerance_ / 2) &&
                        double(ops) <= 2.0 * double(previous) * (1 + tolerance_ / 2);
+  const SequenceKey sequence = std::exchange(sequence_, SequenceKey{});
   if (doubled) {
     comparator_.DiscardCurrent();
     event.discarded = true;
@@ -69,6 +71,8 @@ bool IterationTracker::Cut() {
     return true;
   }
   event.comparison = comparator_.Finish(thresholds_);
+  event.sequence = sequence;
+  last_sequence_ = sequence;
   iteration_ops_ = ops;
   if (event.comparison.has_previous) {
     event.step = machine_.Step(event.comparison.stable);
@@ -86,6 +90,12 @@ bool IterationTracker::Cut() {
 
 StageStep IterationTracker::ReleaseHold() {
   const StageStep step = machine_.Release();
+  if (step.changed()) NoteStable(iterations_);
+  return step;
+}
+
+StageStep IterationTracker::ResumeStable() {
+  const StageStep step = machine_.Resume();
   if (step.changed()) NoteStable(iterations_);
   return step;
 }

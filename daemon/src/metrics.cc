@@ -121,6 +121,12 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                              "Chosen plans that evicted in a steady iteration and were planned "
                              "again with a larger reserve")
                          .Register(r);
+  plan_recalls_ = &BuildCounter()
+                       .Name("chameleon_policy_recalls_total")
+                       .Help(
+                           "Sequences that came back after a shift and had the plan STABLE chose "
+                           "for them in force again at once")
+                       .Register(r);
   reserve_bytes_ = &BuildGauge()
                         .Name("chameleon_policy_reserve_bytes")
                         .Help("Device bytes the client's last plan leaves free (its reserve)")
@@ -186,6 +192,7 @@ SlotMetrics& Metrics::Slot(std::uint32_t slot) {
   m.generations = &generations_->Add(labels);
   m.empty_stable = &empty_stable_->Add(labels);
   m.reserve_raises = &reserve_raises_->Add(labels);
+  m.plan_recalls = &plan_recalls_->Add(labels);
   m.reserve_bytes = &reserve_bytes_->Add(labels);
   m.drained = &drained_->Add(labels);
   m.dropped = &dropped_->Add(labels);

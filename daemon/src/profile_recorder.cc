@@ -54,6 +54,18 @@ void ProfileRecorder::NewSequence(std::uint64_t boundary) {
   }
 }
 
+void ProfileRecorder::Recall(std::shared_ptr<const policy::Profile> profile) {
+  if (in_progress()) {
+    header_->control_flags.fetch_and(~std::uint32_t{ipc::kControlDetailedIteration},
+                                     std::memory_order_acq_rel);
+  }
+  profile_ = std::move(profile);
+  state_ = profile_ ? State::kDone : State::kIdle;
+  fresh_ = profile_ != nullptr;
+  timed_ = fresh_;  // it was timed before anything was planned from it
+  attempts_ = 0;
+}
+
 void ProfileRecorder::Request() {
   if (attempts_ >= kMaxDetailAttempts) {
     spdlog::warn("client {} (pid {}): {} detailed iterations lost records; no profile this time",

@@ -20,6 +20,10 @@ void ClientSession::OptionsChanged() {
   // predictions). stage_n + 1 candidates, as at connection.
   trials_.SetConfigs(policy::CandidateConfigs(
       options_.policy, static_cast<std::uint32_t>(options_.detection.stage_n + 1)));
+  // Plans chosen under the old settings are not recalled: a sequence coming back goes through
+  // the stages and is planned with the new ones.
+  plans_.Clear();
+  plans_.SetCapacity(options_.remembered_plans);
   // New boundary patterns for a client whose loop was not found yet (the usual reason to add
   // one). A client with a boundary keeps it: switching would restart its stages mid-run.
   if (loop_.tracker() || loop_.pattern() || options_.detection.boundary_patterns.empty()) return;

@@ -29,6 +29,10 @@ void ClientSession::OnIteration(const IterationEvent& event) {
     // A detailed iteration requested for the old sequence is called off.
     recorder_.NewSequence(clock_.last_boundary() + 1);
   }
+  // A sequence STABLE already chose a plan for: that plan again, now, instead of the stages.
+  if (stage() == Stage::kWarmup && event.comparison.has_previous && RecallPlan(event.sequence)) {
+    return;
+  }
   if (event.step.changed()) OnStageChange(event.step);
   if (stage() == Stage::kGenPolicy) trials_.StepPassed();
   if (stage() == Stage::kWarmup && event.comparison.stable) ProfileDuringWarmup();
@@ -79,12 +83,58 @@ void ClientSession::OnStageChange(const StageStep& step) {
     Publish(best != nullptr ? &best->policy : nullptr);
     // Iterations under the republished policy keep measuring the chosen one.
     trials_.Choose(best, best != nullptr ? publisher_.generation() : 0);
+    stable_sequence_ = loop_.tracker() ? loop_.tracker()->last_sequence() : SequenceKey{};
+    RememberPlan(best);
     // ... and tell whether its reserve is enough (a plan with no swaps needs none).
     const bool swaps = best != nullptr && !best->policy.entries.empty();
     feedback_.Watch(swaps ? publisher_.generation() : 0);
   } else {
     Publish(nullptr);  // WARMUP: the old triggers no longer match the sequence
   }
+}
+
+void ClientSession::RememberPlan(const CandidateTrials::Candidate* chosen) {
+  const IterationTracker* tracker = loop_.tracker();
+  if (tracker == nullptr || disabled_) return;
+  const std::uint64_t limit = DeviceLimit();
+  // No plan under a limit is a failure to plan (ReportEmptyStable): the next return of the
+  // sequence tries again rather than recalling it.
+  if (chosen == nullptr && limit != 0) return;
+  PlanMemory::Plan plan;
+  plan.sequence = stable_sequence_;
+  if (chosen != nullptr) plan.chosen = *chosen;
+  plan.profile = recorder_.fresh() ? recorder_.profile() : nullptr;
+  plan.device_limit = limit;
+  plan.exclusions = exclusions_.version();
+  plans_.Remember(std::move(plan));
+}
+
+bool ClientSession::RecallPlan(const SequenceKey& sequence) {
+  // A re-plan in flight is of the plan in force before the shift: it would land on this one.
+  if (disabled_ || replan_in_flight_ || plans_.capacity() == 0) return false;
+  const PlanMemory::Plan* plan = plans_.Recall(sequence, DeviceLimit(), exclusions_.version());
+  if (plan == nullptr) return false;
+  stable_sequence_ = sequence;
+  IterationTracker& tracker = *loop_.tracker();
+  const StageStep step = tracker.ResumeStable();
+  const CandidateTrials::Candidate* chosen = plan->chosen ? &*plan->chosen : nullptr;
+  spdlog::info(
+      "client {} (pid {}): iteration {} repeats a sequence seen before ({} ops); the plan chosen "
+      "for it ({} swaps) is in force again; stage {} -> {}",
+      identity_.id, identity_.pid, tracker.iterations(), sequence.ops,
+      chosen != nullptr ? chosen->policy.entries.size() : 0, StageName(step.before),
+      StageName(step.after));
+  slot_metrics_->plan_recalls->Increment();
+  slot_metrics_->stage->Set(static_cast<double>(step.after));
+  // A re-plan of it (ReserveFeedback) starts from the profile it was planned from.
+  recorder_.Recall(plan->profile);
+  Publish(chosen != nullptr ? &chosen->policy : nullptr);
+  trials_.Restart();  // the candidates tried were another sequence's
+  trials_.Choose(chosen, chosen != nullptr ? publisher_.generation() : 0);
+  const bool swaps = chosen != nullptr && !chosen->policy.entries.empty();
+  feedback_.Replanning();  // a re-plan wanted for the plan before the shift is moot
+  feedback_.Watch(swaps ? publisher_.generation() : 0);
+  return true;
 }
 
 void ClientSession::ReportEmptyStable(const CandidateTrials::Candidate* best) {
@@ -374,6 +424,7 @@ void ClientSession::InstallReplan(CandidateResult result) {
       result.policy.summary.predicted_iteration_s, publisher_.generation());
   trials_.Rechoose(publisher_.generation(), std::move(result.policy));
   feedback_.Watch(publisher_.generation());
+  RememberPlan(trials_.chosen());  // its sequence's plan from now on
 }
 
 void ClientSession::PublishCandidate(ipc::Policy policy) {

@@ -52,4 +52,15 @@ StageStep StageMachine::Release() {
   return step;
 }
 
+StageStep StageMachine::Resume() {
+  StageStep step;
+  step.before = stage_;
+  stage_ = Stage::kStable;
+  stable_steps_ = 0;
+  held_steps_ = 0;
+  seen_stable_ = true;  // a sequence seen stable before: leaving it is a shift
+  step.after = stage_;
+  return step;
+}
+
 }  // namespace chameleon::daemon

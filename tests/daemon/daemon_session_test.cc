@@ -1,6 +1,7 @@
 // End to end through the socket with fake clients: detection, stages, policies, detailed mode.
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <map>
 
 #include "chameleon/ipc/policy_blob.h"
@@ -62,6 +63,33 @@ TEST_F(SessionTest, ShiftsAreCountedAndTheStageRestarts) {
   const auto detected = d["shift_iterations"].get<std::vector<int>>();
   ASSERT_EQ(detected.size(), truth.size()) << d.dump(2);
   for (std::size_t i = 0; i < truth.size(); ++i) EXPECT_LE(std::abs(detected[i] - 1 - truth[i]), 1);
+}
+
+// PlanMemory remembers only plans: this fake never answers the detailed-iteration request, so
+// each STABLE comes without one under the device's limit (a failure to plan, which the next
+// return of the sequence must try again rather than recall). The loop's auxiliary branch is on
+// in steps 16-31; at step 32 it returns to its first sequence.
+TEST_F(SessionTest, AReturnToASequenceStableWithoutAPlanGoesThroughTheStagesAgain) {
+  StartDaemon();
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  LoopSpec spec;
+  spec.dynamic = 16;
+  // The boundary first, so that the later steps are cut one by one as they arrive.
+  PushSteps(*client, spec, 0, 8);
+  ASSERT_TRUE(
+      WaitFor([&] { return Describe(client->id())["boundary"]["found_at_iteration"] > 0; }));
+  PushSteps(*client, spec, 8, 40);
+  ASSERT_TRUE(WaitDrained(*client));
+  ASSERT_TRUE(WaitFor([&] { return Describe(client->id())["iterations"].get<int>() >= 39; }));
+  const auto d = Describe(client->id());
+  const auto shifts = d["shift_iterations"].get<std::vector<int>>();
+  ASSERT_EQ(shifts.size(), 2u) << d.dump(2);  // steps 16 and 32 (iterations 17 and 33)
+  const auto stables = d["stable_iterations"].get<std::vector<int>>();
+  EXPECT_EQ(stables.size(), 2u) << d.dump(2);  // both sequences once, through the stages
+  EXPECT_NE(d["stage"], "STABLE");  // 7 iterations after the return: too few for the stages
+  EXPECT_EQ(d["policy"]["remembered"]["plans"].get<int>(), 0) << d["policy"].dump(2);
+  EXPECT_EQ(d["policy"]["remembered"]["recalls"].get<int>(), 0);
 }
 
 TEST_F(SessionTest, BoundaryPatternOverridesDetection) {

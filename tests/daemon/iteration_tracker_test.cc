@@ -164,5 +164,44 @@ TEST(IterationTracker, ShouldLogEveryEntryIntoStableAfterEachShift) {
   EXPECT_EQ(tracker.stable_log()[1] - tracker.shift_log()[0], std::uint64_t(m_n_3 - 1));
 }
 
+// PlanMemory's key: each compared iteration carries its exact op sequence; the iterations of one
+// sequence agree, a shift to another changes it, and the return gives the first key back.
+TEST(IterationTracker, EachIterationCarriesTheKeyOfItsExactOpSequence) {
+  LoopSpec spec;
+  spec.dynamic = 8;  // aux branch on in steps 8-15: other ops, another key; off again from 16
+  const auto stream = MakeLoop(spec, 20);
+  DetectionOptions options;
+  std::vector<IterationEvent> events;
+  const IterationTracker tracker = Track(stream, 8, options, &events);
+  for (const IterationEvent& e : events) EXPECT_EQ(e.sequence.ops, e.ops) << e.index;
+  // Iteration i is step i - 1.
+  const auto key_of_step = [&](int step) {
+    for (const IterationEvent& e : events) {
+      if (e.index == static_cast<std::uint64_t>(step) + 1) return e.sequence;
+    }
+    ADD_FAILURE() << "no iteration of step " << step;
+    return SequenceKey{};
+  };
+  EXPECT_EQ(key_of_step(3), key_of_step(6));
+  EXPECT_NE(key_of_step(6), key_of_step(10));
+  EXPECT_EQ(key_of_step(10), key_of_step(13));
+  EXPECT_EQ(key_of_step(17), key_of_step(6));
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(tracker.last_sequence(), events.back().sequence);
+}
+
+TEST(IterationTracker, ResumeStableIsLoggedAtTheLastIterationCut) {
+  LoopSpec spec;
+  const auto stream = MakeLoop(spec, 8);
+  DetectionOptions options;
+  IterationTracker tracker = Track(stream, 6, options, nullptr);
+  ASSERT_NE(tracker.stage(), Stage::kStable);  // 7 iterations cut: GEN_POLICY
+  const StageStep step = tracker.ResumeStable();
+  EXPECT_TRUE(step.changed());
+  EXPECT_EQ(tracker.stage(), Stage::kStable);
+  ASSERT_EQ(tracker.stable_log().size(), 1u);
+  EXPECT_EQ(tracker.stable_log().back(), tracker.iterations());
+}
+
 }  // namespace
 }  // namespace chameleon::daemon

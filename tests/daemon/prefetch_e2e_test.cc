@@ -163,6 +163,41 @@ TEST_F(PrefetchE2ETest, AChosenPlanThatEvictsIsPlannedAgainWithALargerReserve) {
   EXPECT_EQ(Sum(steady, "fault_ins"), 0u);
 }
 
+// PlanMemory (docs/detection.md, "Remembered plans"): the small trainer at three quarters of its
+// peak (the planner's plan there has swaps; at half of it every candidate is refused), its
+// auxiliary branch on in steps 20-39 and off again from step 40, back to the first sequence. The
+// plan STABLE chose for that sequence is in force again from the iteration that shows the return,
+// where the stages would still be in WARMUP (m + n + 3 = 10 iterations, more than the 8 steps
+// left), and its swap-ins are issued.
+TEST_F(PrefetchE2ETest, ASequenceThatComesBackHasItsPlanInForceAgainAtOnce) {
+  std::vector<std::string> args = kSmallTrainer;  // 48 steps in about 10 s
+  args.insert(args.end(), {"--steps", "48", "--dynamic", "20"});
+  const RunOutput plain = Run("recall.plain", args, PlainEnv());
+  const std::uint64_t limit = Number(plain.out, "peak") / 4 * 3;
+  StartDaemon();
+  nlohmann::json last;  // the last description of the process
+  const RunOutput limited = RunSampled("recall", args, LimitedEnv(limit, "recall"),
+                                       [&](const nlohmann::json& d) { last = d; });
+  ExpectIdentical(limited, plain);
+  const std::vector<StatsRecord> all = ReadStatsFile(StatsFile("recall"));
+  ASSERT_TRUE(last.is_object()) << "the daemon never described the trainer";
+  const auto shifts = last["shift_iterations"].get<std::vector<int>>();
+  const auto stables = last["stable_iterations"].get<std::vector<int>>();
+  ASSERT_FALSE(shifts.empty()) << last.dump(2);
+  const int back = shifts.back();  // the return at step 40: iteration 41
+  EXPECT_NEAR(back, 41, 1) << last.dump(2);
+  EXPECT_NE(std::find(stables.begin(), stables.end(), back), stables.end()) << last.dump(2);
+  EXPECT_GE(last["policy"]["remembered"]["recalls"].get<int>(), 1) << last["policy"].dump(2);
+  const nlohmann::json& chosen = last["policy"]["chosen"];
+  ASSERT_TRUE(chosen.is_object()) << last["policy"].dump(2);
+  EXPECT_GT(chosen["swaps"].get<int>(), 0) << chosen.dump(2);
+  // The shim's last iterations, all after the return: the recalled plan's swap-ins.
+  const std::vector<StatsRecord> its = IterationRecords(all);
+  ASSERT_GE(its.size(), 4u);
+  const std::vector<StatsRecord> tail(its.end() - 4, its.end());
+  EXPECT_GT(Sum(tail, "prefetches"), 0u);
+}
+
 TEST_F(PrefetchE2ETest, SafetyNetMovesAtMostTwiceTheBytesThatMustLeave) {
   StartDaemon();  // its boundaries give the shim the previous iteration's use sequence
   for (const char* rule : {"belady", "closest-size"}) {

@@ -106,5 +106,20 @@ TEST(StageMachine, StageNames) {
   EXPECT_STREQ(StageName(Stage::kStable), "STABLE");
 }
 
+TEST(StageMachine, ResumeIsStableAtOnceFromAnyStageAndTheNextUnstableStepIsAShift) {
+  for (int warm_steps : {0, 1, 4}) {  // WARMUP, WARMUP after a stable step, GEN_POLICY
+    StageMachine machine(2, 5);
+    for (int i = 0; i < warm_steps; ++i) machine.Step(true);
+    const StageStep step = machine.Resume();
+    EXPECT_EQ(step.after, Stage::kStable) << warm_steps;
+    EXPECT_EQ(step.changed(), step.before != Stage::kStable);
+    EXPECT_EQ(machine.stable_steps(), 0);
+    EXPECT_EQ(machine.Step(true).after, Stage::kStable);
+    const StageStep shift = machine.Step(false);
+    EXPECT_EQ(shift.after, Stage::kWarmup);
+    EXPECT_TRUE(shift.shift) << "leaving a sequence seen stable is a shift";
+  }
+}
+
 }  // namespace
 }  // namespace chameleon::daemon

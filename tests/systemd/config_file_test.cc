@@ -60,7 +60,8 @@ detection: {stage_m: 3, stage_n: 6, similarity_threshold: 0.9, length_change_thr
 policy: {size_weight: 1.5, prefetch_margin: 0.25, host_bandwidth_bytes_per_s: 12e9,
          device_to_host_bytes_per_s: 4.68e10, host_to_device_bytes_per_s: 5.48e10,
          link_efficiency: 0.5, full_duplex: no, min_swap_bytes: 2MiB, cross_iteration: false,
-         layers_per_phase: 16, chunk_bytes: 4MiB, reserve_bytes: 8MiB, reserve_feedback: no}
+         layers_per_phase: 16, chunk_bytes: 4MiB, reserve_bytes: 8MiB, reserve_feedback: no,
+         remembered_plans: 3}
 devices: [{index: 0, memory_limit: 1.5GiB}, {index: 3, memory_limit: 512MB}]
 log: {level: debug}
 )";
@@ -101,6 +102,7 @@ log: {level: debug}
   EXPECT_EQ(c.daemon.policy.chunk_bytes, 4u << 20);
   EXPECT_EQ(c.daemon.policy.reserve_bytes, 8u << 20);
   EXPECT_FALSE(c.daemon.reserve_feedback);
+  EXPECT_EQ(c.daemon.remembered_plans, 3u);
   ASSERT_EQ(c.daemon.device_limits.size(), 2u);
   EXPECT_EQ(c.daemon.device_limits[0].index, 0u);
   EXPECT_EQ(c.daemon.device_limits[0].limit_bytes, 1610612736u);
@@ -128,6 +130,7 @@ TEST(ConfigFileTest, ToYamlRoundTripsEveryField) {
   c.daemon.detection.boundary_patterns = {"a*", "b?c"};
   c.daemon.policy.size_weight = 3.25;
   c.daemon.policy.full_duplex = false;
+  c.daemon.remembered_plans = 0;
   c.daemon.device_limits = {{2, 123456789}, {0, 99}};
   c.log_level = "warn";
   const ConfigResult back = ParseConfigText(ToYaml(c), "roundtrip");
@@ -136,6 +139,7 @@ TEST(ConfigFileTest, ToYamlRoundTripsEveryField) {
   EXPECT_EQ(back.config.daemon.detection.similarity_threshold, 0.123456789012345);
   EXPECT_EQ(back.config.daemon.device_limits[0].limit_bytes, 123456789u);
   EXPECT_EQ(back.config.daemon.metrics_listen, "");
+  EXPECT_EQ(back.config.daemon.remembered_plans, 0u);
 }
 
 TEST(ConfigFileTest, CollectsEveryErrorNotJustTheFirst) {

@@ -9,6 +9,7 @@
 //   PointerExclusions tensors the shim's pointer-table scan forbids swapping
 //   CandidateTrials   GEN_POLICY's candidates, their measurements, the one STABLE chose
 //   ReserveFeedback   the plan's reserve, raised when the chosen plan evicts in steady state
+//   PlanMemory        the plans STABLE chose per op sequence, recalled when a sequence returns
 //   StageHold         GEN_POLICY held past stage_n while candidates are measured
 //   PolicyPublisher   the client's policy mailbox
 //
@@ -44,6 +45,7 @@
 #include "chameleon/daemon/node_lending.h"
 #include "chameleon/daemon/node_view.h"
 #include "chameleon/daemon/options.h"
+#include "chameleon/daemon/plan_memory.h"
 #include "chameleon/daemon/pointer_exclusions.h"
 #include "chameleon/daemon/policy_publisher.h"
 #include "chameleon/daemon/profile_recorder.h"
@@ -165,6 +167,13 @@ class ClientSession {
   /// Publishes the candidate planned ahead once the one on trial is installed or measured.
   void PublishReadyCandidate();
   void OnStageChange(const StageStep& step);
+  /// STABLE chose `chosen` (nullptr: none), or re-planned it: PlanMemory keeps it under the
+  /// sequence STABLE was entered with (stable_sequence_), so a re-plan made while a near variant
+  /// of it runs (similar enough not to be a shift) replaces the plan of that sequence.
+  void RememberPlan(const CandidateTrials::Candidate* chosen);
+  /// The iteration just cut ran `sequence`, which PlanMemory has a plan for under this limit:
+  /// that plan is published again and the stage is STABLE at once. False on a miss.
+  bool RecallPlan(const SequenceKey& sequence);
   /// Candidates are being tried and not all configurations are measured yet: GEN_POLICY is
   /// held past stage_n (session_policy.cc).
   bool CandidatesPending() const;
@@ -215,6 +224,8 @@ class ClientSession {
   ExecutorDeviceView device_view_;
   CandidateTrials trials_;
   ReserveFeedback feedback_;
+  PlanMemory plans_;
+  SequenceKey stable_sequence_;  // the op sequence of the iteration STABLE was last entered at
   bool replan_in_flight_ = false;         // a re-plan is with a worker (InstallCandidate routes it)
   std::uint64_t last_reserve_bytes_ = 0;  // the reserve of the last plan generated
   StageHold hold_;

@@ -21,6 +21,24 @@
 
 namespace chameleon::daemon {
 
+/// An iteration's exact op sequence, condensed: a 64-bit FNV-1a of its tokens in order, and their
+/// count. Equal sequences give equal keys. Two different ones with equal keys are a 2^-64
+/// accident, and what follows from a key (a remembered plan, plan_memory.h) is only a plan: the
+/// shim's safety net keeps the data whole whatever it names.
+struct SequenceKey {
+  static constexpr std::uint64_t kEmptyHash = 0xcbf29ce484222325ull;  // FNV-1a offset basis
+  std::uint64_t hash = kEmptyHash;
+  std::uint64_t ops = 0;
+  void Add(std::uint32_t token) {
+    for (int byte = 0; byte < 4; ++byte) {
+      hash ^= (token >> (8 * byte)) & 0xffu;
+      hash *= 0x100000001b3ull;  // FNV-1a prime
+    }
+    ++ops;
+  }
+  bool operator==(const SequenceKey&) const = default;
+};
+
 /// One finished iteration.
 struct IterationEvent {
   std::uint64_t index = 0;  ///< 1 = the first iteration cut
@@ -28,6 +46,7 @@ struct IterationEvent {
   IterationComparison comparison;
   StageStep step;
   bool discarded = false;  ///< lost boundary: merged with its successor, not compared
+  SequenceKey sequence;    ///< its op sequence (empty when discarded)
 };
 
 /// Not thread-safe. Movable, so a worker thread can build one from a history snapshot.
@@ -54,8 +73,13 @@ class IterationTracker {
   /// The hold was let go between two cuts (StageMachine::Release): STABLE now if GEN_POLICY was
   /// held past stage_n, logged at the number of iterations cut so far.
   StageStep ReleaseHold();
+  /// The last iteration cut repeats a sequence whose plan the session remembered
+  /// (StageMachine::Resume): STABLE now, logged at the number of iterations cut so far.
+  StageStep ResumeStable();
 
   const IterationEvent& last_event() const { return last_event_; }
+  /// The op sequence of the last iteration that was compared (not discarded).
+  const SequenceKey& last_sequence() const { return last_sequence_; }
   const std::vector<std::uint32_t>& signature() const { return signature_; }
   Stage stage() const { return machine_.stage(); }
   int held_steps() const { return machine_.held_steps(); }
@@ -82,11 +106,17 @@ class IterationTracker {
   /// Logs an entry into STABLE at iteration `index`.
   void NoteStable(std::uint64_t index);
   void FeedOldestPending();
+  /// Adds one op to the current iteration (comparator and sequence key).
+  void Feed(std::uint32_t token) {
+    comparator_.Add(token);
+    sequence_.Add(token);
+  }
 
   std::vector<std::uint32_t> signature_;
   StabilityThresholds thresholds_;
   double tolerance_;
   IterationComparator comparator_;
+  SequenceKey sequence_;  // of the current iteration, as fed to the comparator
   StageMachine machine_;
   std::array<std::uint32_t, kMaxSignature> pending_{};  // the last ops, not yet compared
   std::size_t pending_size_ = 0;
@@ -98,6 +128,7 @@ class IterationTracker {
   std::uint64_t ops_since_boundary_ = 0;
   std::uint64_t first_stable_iteration_ = 0;
   IterationEvent last_event_;
+  SequenceKey last_sequence_;
   std::deque<std::uint64_t> shift_log_;
   std::deque<std::uint64_t> stable_log_;
 };

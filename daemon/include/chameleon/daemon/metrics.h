@@ -63,6 +63,9 @@ struct SlotMetrics {
   /// The chosen plan evicted in a steady iteration and was planned again with a larger reserve
   /// (ReserveFeedback).
   prometheus::Counter* reserve_raises;
+  /// A sequence came back and the plan STABLE chose for it was in force again at once
+  /// (PlanMemory).
+  prometheus::Counter* plan_recalls;
   /// The reserve the last plan was generated with (device bytes it leaves free).
   prometheus::Gauge* reserve_bytes;
   prometheus::Counter* drained;
@@ -137,6 +140,7 @@ class Metrics {
   Family<prometheus::Counter>* generations_;
   Family<prometheus::Counter>* empty_stable_;
   Family<prometheus::Counter>* reserve_raises_;
+  Family<prometheus::Counter>* plan_recalls_;
   Family<prometheus::Gauge>* reserve_bytes_;
   Family<prometheus::Counter>* drained_;
   Family<prometheus::Counter>* ops_;

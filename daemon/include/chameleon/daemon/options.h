@@ -97,6 +97,10 @@ struct DaemonOptions {
   /// STABLE's chosen plan is planned again with a larger reserve when it evicts in a steady
   /// iteration (ReserveFeedback; docs/policy.md, "Reserve"). YAML `policy.reserve_feedback`.
   bool reserve_feedback = true;
+  /// Plans STABLE chose that each client keeps, one per op sequence, so that a sequence coming
+  /// back after a shift has its plan again at once (PlanMemory; docs/detection.md, "Remembered
+  /// plans"). 0: none (every return goes through the stages). YAML `policy.remembered_plans`.
+  std::uint32_t remembered_plans = 8;
   std::vector<DeviceLimit> device_limits;  ///< unique indices (the config reader checks)
   LendingOptions lending;
 };

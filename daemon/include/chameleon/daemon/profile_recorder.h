@@ -69,6 +69,11 @@ class ProfileRecorder {
   /// detailed iteration requested or being recorded (of the old sequence, or of both) is called
   /// off.
   void NewSequence(std::uint64_t boundary);
+  /// A sequence seen before came back and the plan chosen for it is in force again (PlanMemory):
+  /// `profile`, the one that plan was generated from, is the current sequence's again (fresh and
+  /// timed, so a re-plan starts from it; nullptr: none). A detailed iteration requested meanwhile
+  /// is called off.
+  void Recall(std::shared_ptr<const policy::Profile> profile);
   /// A device-timed interval credited to `generation`: one of the kProfileSamples whose best is
   /// the profile's iteration time, while no candidate was published from it yet. Intervals that
   /// ran before the detailed one (same sequence, at or above the timing floor) count too, so a

@@ -58,6 +58,11 @@ class StageMachine {
   /// stable steps: STABLE now. Otherwise nothing changes (the returned step is unchanged).
   StageStep Release();
 
+  /// The sequence just seen is one the session already chose a plan for (plan_memory.h): STABLE
+  /// now, from any stage, with the stable-step count reset. The loop counts as seen stable: the
+  /// next unstable step is a shift.
+  StageStep Resume();
+
   Stage stage() const { return stage_; }
   int stable_steps() const { return stable_steps_; }
   /// Stable steps the hold kept in the last (or current) GEN_POLICY beyond n.

@@ -1,0 +1,71 @@
+// PlanMemory: the plans STABLE chose for the op sequences one client has run, so that a sequence
+// coming back is planned at once instead of from WARMUP again.
+//
+// Why. A training loop changes its op sequence and then returns to it: an auxiliary branch on for
+// a while, an evaluation pass every N steps, an optimizer step skipped after an fp16 overflow.
+// Each return is a shift, and the stages start again: m + n + 3 iterations under no plan (the
+// safety net alone) and under untried candidates before STABLE, every time. The sequence, its
+// profile and the plan chosen for it have not changed, so the chosen plan can come back the
+// moment an iteration of that sequence is seen again (ClientSession::RecallPlan).
+//
+// What makes a recall valid: the same exact op sequence (SequenceKey: the plan's anchors are
+// (token, occurrence) pairs counted from the boundary, so they bind exactly as when it was
+// chosen), the same boundary (the session clears the memory when it changes), the same device
+// limit and the same pointer-exclusion version (a target reported since may be a tensor the plan
+// swaps). Anything else is a miss, and the stages run as before.
+//
+// Bounded (least recently used goes first). Not thread-safe: only the loop thread touches it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "chameleon/daemon/candidate_trials.h"
+#include "chameleon/daemon/iteration_tracker.h"
+#include "chameleon/policy/profile.h"
+
+namespace chameleon::daemon {
+
+class PlanMemory {
+ public:
+  struct Plan {
+    SequenceKey sequence;
+    /// The candidate STABLE chose (nullopt: STABLE without a plan, which is only remembered
+    /// where there was nothing to plan for, i.e. no device limit).
+    std::optional<CandidateTrials::Candidate> chosen;
+    /// The profile it was planned from: a re-plan of a recalled plan (ReserveFeedback) needs it.
+    std::shared_ptr<const policy::Profile> profile;
+    std::uint64_t device_limit = 0;
+    std::uint64_t exclusions = 0;  ///< PointerExclusions::version() when chosen
+  };
+
+  /// `capacity` 0: nothing is remembered (DaemonOptions::remembered_plans).
+  explicit PlanMemory(std::size_t capacity) : capacity_(capacity) {}
+
+  /// Keeps `plan`, replacing one of the same sequence; the least recently used goes when full.
+  void Remember(Plan plan);
+  /// The plan remembered for `sequence` under the same limit and exclusion version, or nullptr.
+  /// A hit counts as a use (it is kept longest) and as a recall.
+  const Plan* Recall(const SequenceKey& sequence, std::uint64_t device_limit,
+                     std::uint64_t exclusions);
+  /// Forgets every plan (the boundary or the options changed); the recall count stays.
+  void Clear() { plans_.clear(); }
+  /// A new capacity (live options): the least recently used go if there are too many.
+  void SetCapacity(std::size_t capacity);
+
+  std::size_t size() const { return plans_.size(); }
+  std::size_t capacity() const { return capacity_; }
+  std::uint64_t recalls() const { return recalls_; }
+
+ private:
+  void Trim();
+
+  std::size_t capacity_;
+  std::vector<Plan> plans_;  // least recently used first
+  std::uint64_t recalls_ = 0;
+};
+
+}  // namespace chameleon::daemon
