@@ -127,6 +127,12 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                            "Sequences that came back after a shift and had the plan STABLE chose "
                            "for them in force again at once")
                        .Register(r);
+  variant_plans_ = &BuildCounter()
+                        .Name("chameleon_policy_variant_plans_total")
+                        .Help(
+                            "Plans that evicted under a repeated variant of their op sequence (not "
+                            "a shift), which was then planned as a sequence of its own")
+                        .Register(r);
   reserve_bytes_ = &BuildGauge()
                         .Name("chameleon_policy_reserve_bytes")
                         .Help("Device bytes the client's last plan leaves free (its reserve)")
@@ -193,6 +199,7 @@ SlotMetrics& Metrics::Slot(std::uint32_t slot) {
   m.empty_stable = &empty_stable_->Add(labels);
   m.reserve_raises = &reserve_raises_->Add(labels);
   m.plan_recalls = &plan_recalls_->Add(labels);
+  m.variant_plans = &variant_plans_->Add(labels);
   m.reserve_bytes = &reserve_bytes_->Add(labels);
   m.drained = &drained_->Add(labels);
   m.dropped = &dropped_->Add(labels);

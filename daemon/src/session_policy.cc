@@ -29,10 +29,14 @@ void ClientSession::OnIteration(const IterationEvent& event) {
     // A detailed iteration requested for the old sequence is called off.
     recorder_.NewSequence(clock_.last_boundary() + 1);
   }
+  // Another exact sequence than the one the plan in force was chosen for: after a shift, or a
+  // variant similar enough not to be one (docs/detection.md, "Remembered plans").
+  const bool other = stage() != Stage::kStable || !(event.sequence == stable_sequence_);
+  variant_repeated_ = stage() == Stage::kStable && other && event.comparison.stable &&
+                      event.sequence == last_sequence_;
+  last_sequence_ = event.sequence;
   // A sequence STABLE already chose a plan for: that plan again, now, instead of the stages.
-  if (stage() == Stage::kWarmup && event.comparison.has_previous && RecallPlan(event.sequence)) {
-    return;
-  }
+  if (other && event.comparison.has_previous && RecallPlan(event.sequence)) return;
   if (event.step.changed()) OnStageChange(event.step);
   if (stage() == Stage::kGenPolicy) trials_.StepPassed();
   if (stage() == Stage::kWarmup && event.comparison.stable) ProfileDuringWarmup();
@@ -115,6 +119,7 @@ bool ClientSession::RecallPlan(const SequenceKey& sequence) {
   const PlanMemory::Plan* plan = plans_.Recall(sequence, DeviceLimit(), exclusions_.version());
   if (plan == nullptr) return false;
   stable_sequence_ = sequence;
+  variant_repeated_ = false;
   IterationTracker& tracker = *loop_.tracker();
   const StageStep step = tracker.ResumeStable();
   const CandidateTrials::Candidate* chosen = plan->chosen ? &*plan->chosen : nullptr;
@@ -293,9 +298,31 @@ std::uint64_t ClientSession::ReserveFor(policy::GeneratorOptions config,
   return ReserveFeedback::ReserveAt(level, base, config.device_limit_bytes, config.chunk_bytes);
 }
 
+void ClientSession::PlanVariant() {
+  variant_repeated_ = false;
+  spdlog::info(
+      "client {} (pid {}): the plan chosen for a sequence of {} ops evicted while a variant of it "
+      "({} ops, similar enough not to be a shift) ran twice in a row; planning the variant as a "
+      "sequence of its own",
+      identity_.id, identity_.pid, stable_sequence_.ops, last_sequence_.ops);
+  slot_metrics_->variant_plans->Increment();
+  ++variant_plans_;
+  // Its intervals from the next boundary on; the profile of the sequence planned for is not its.
+  recorder_.NewSequence(clock_.last_boundary() + 1);
+  const StageStep step = loop_.tracker()->ReplanVariant();
+  if (step.changed()) OnStageChange(step);
+}
+
 void ClientSession::RaiseReserve() {
   const CandidateTrials::Candidate* chosen = trials_.chosen();
   if (stage() != Stage::kStable || chosen == nullptr || DeviceLimit() == 0) return;
+  // Short under a variant of its sequence: the variant needs a plan of its own, not a plan of
+  // the other sequence with room for the difference (which it would then keep). Only with plans
+  // remembered: otherwise each return to either would be planned again from scratch.
+  if (variant_repeated_ && plans_.capacity() != 0) {
+    PlanVariant();
+    return;
+  }
   const policy::GeneratorOptions config = trials_.config(chosen->config);
   const std::uint64_t now = ReserveFor(config, feedback_.level());
   const std::uint64_t next = ReserveFor(config, feedback_.level() + 1);

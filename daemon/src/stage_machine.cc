@@ -63,4 +63,16 @@ StageStep StageMachine::Resume() {
   return step;
 }
 
+StageStep StageMachine::Replan() {
+  StageStep step;
+  step.before = stage_;
+  if (stage_ == Stage::kStable) {
+    stage_ = Stage::kGenPolicy;
+    stable_steps_ = 0;
+    held_steps_ = 0;
+  }
+  step.after = stage_;
+  return step;
+}
+
 }  // namespace chameleon::daemon

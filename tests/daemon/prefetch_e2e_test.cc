@@ -198,6 +198,47 @@ TEST_F(PrefetchE2ETest, ASequenceThatComesBackHasItsPlanInForceAgainAtOnce) {
   EXPECT_GT(Sum(tail, "prefetches"), 0u);
 }
 
+// A variant the comparison calls stable: the model-shaped trainer's auxiliary branch adds two
+// ops to 1,455 (no shift), in steps 16-31, and one of them reads a tensor the first sequence's
+// plan holds off the device there, so that plan faults and evicts under it every step. Raising
+// the reserve cannot mend that; the daemon plans the variant as a sequence of its own once it ran
+// twice in a row and the plan evicted under it, and from then on each of the two has its plan,
+// switched at the first iteration of the other (docs/detection.md, "Remembered plans").
+TEST_F(PrefetchE2ETest, ARepeatedVariantThatIsNoShiftIsPlannedAsASequenceOfItsOwn) {
+  const std::vector<std::string> args = {"--model", "gpt2-xl", "--micro-batch", "1",
+                                         "--seq",   "256",     "--dynamic",     "16",
+                                         "--steps", "40"};
+  std::vector<std::string> plain_env = PlainEnv();
+  plain_env.insert(plain_env.end(), {"SIMGPU_MACHINE=h200-sxm", "SIMGPU_MEMORY=4T"});
+  const RunOutput plain = Run("variant.plain", args, plain_env);
+  // The node's host memory and links (h200-sxm): the shim's pinned pool may hold half of the
+  // host memory, and this machine's is far below the 12 GB swapped out here.
+  const std::string topology = dir_ + "/topology.yaml";
+  std::ofstream(topology) << "host_numa_bytes: [1TiB, 1TiB]\n"
+                             "host_to_device_bandwidth: 5.48e10\n"
+                             "device_to_host_bandwidth: 4.68e10\n";
+  std::vector<std::string> env = LimitedEnv(Number(plain.out, "peak") / 2, "variant");
+  std::erase_if(env, [](const std::string& e) {
+    return e.rfind("CHAMELEON_SWAP_MIN_BYTES", 0) == 0 || e.rfind("CHAMELEON_LOG_LEVEL", 0) == 0;
+  });
+  env.insert(env.end(), {"SIMGPU_MACHINE=h200-sxm", "CHAMELEON_TOPOLOGY=" + topology});
+  StartDaemon({}, {"CHAMELEON_TOPOLOGY=" + topology});
+  // The last description while STABLE: the trainer's closing checksum reads every weight back,
+  // thousands of ops without the boundary's signature, so the daemon looks for a loop again (and
+  // forgets the plans, whose anchors count from that boundary).
+  nlohmann::json last;
+  const RunOutput limited = RunSampled("variant", args, env, [&](const nlohmann::json& d) {
+    if (d.value("stage", "") == "STABLE") last = d;
+  });
+  ExpectIdentical(limited, plain);
+  ASSERT_TRUE(last.is_object()) << "never STABLE";
+  const nlohmann::json& remembered = last["policy"]["remembered"];
+  EXPECT_GE(remembered["variants"].get<int>(), 1) << last.dump(2);
+  EXPECT_EQ(remembered["plans"].get<int>(), 2) << remembered.dump();    // one per sequence
+  EXPECT_GE(remembered["recalls"].get<int>(), 1) << remembered.dump();  // the return at step 32
+  EXPECT_EQ(last["shifts"].get<int>(), 0) << last.dump(2);
+}
+
 TEST_F(PrefetchE2ETest, SafetyNetMovesAtMostTwiceTheBytesThatMustLeave) {
   StartDaemon();  // its boundaries give the shim the previous iteration's use sequence
   for (const char* rule : {"belady", "closest-size"}) {

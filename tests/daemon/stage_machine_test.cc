@@ -121,5 +121,22 @@ TEST(StageMachine, ResumeIsStableAtOnceFromAnyStageAndTheNextUnstableStepIsAShif
   }
 }
 
+TEST(StageMachine, ReplanReturnsFromStableToGenPolicyAndNothingElseMoves) {
+  StageMachine machine(2, 5);
+  EXPECT_FALSE(machine.Replan().changed());  // WARMUP stays
+  for (int i = 0; i < 3; ++i) machine.Step(true);
+  ASSERT_EQ(machine.stage(), Stage::kGenPolicy);
+  EXPECT_FALSE(machine.Replan().changed());  // GEN_POLICY stays, its count too
+  EXPECT_EQ(machine.stable_steps(), 0);
+  for (int i = 0; i < 6; ++i) machine.Step(true);
+  ASSERT_EQ(machine.stage(), Stage::kStable);
+  const StageStep step = machine.Replan();
+  EXPECT_EQ(step.before, Stage::kStable);
+  EXPECT_EQ(step.after, Stage::kGenPolicy);
+  EXPECT_EQ(machine.shifts(), 0u);  // not a shift
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(machine.Step(true).after, Stage::kGenPolicy) << i;
+  EXPECT_EQ(machine.Step(true).after, Stage::kStable);  // n more stable steps, as any GEN_POLICY
+}
+
 }  // namespace
 }  // namespace chameleon::daemon

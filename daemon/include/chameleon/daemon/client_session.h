@@ -155,8 +155,12 @@ class ClientSession {
   CandidateTrials::Marks MarkKind() const;
   /// STABLE's chosen plan should be planned again with a larger reserve (ReserveFeedback).
   bool WantsReplan() const;
-  /// The chosen plan evicted in a steady iteration: the next reserve level, if it is larger.
+  /// The chosen plan evicted in a steady iteration: the next reserve level, if it is larger; or,
+  /// when a variant of the plan's sequence ran twice in a row, PlanVariant().
   void RaiseReserve();
+  /// The plan in force ran short under a repeated variant of its sequence: GEN_POLICY again, to
+  /// plan the variant as a sequence of its own (remembered under its own key).
+  void PlanVariant();
   /// The reserve a plan of configuration `config` keeps at feedback `level`, under this client's
   /// limit and the chunk size its plans use.
   std::uint64_t ReserveFor(policy::GeneratorOptions config, std::uint32_t level) const;
@@ -225,8 +229,11 @@ class ClientSession {
   CandidateTrials trials_;
   ReserveFeedback feedback_;
   PlanMemory plans_;
-  SequenceKey stable_sequence_;  // the op sequence of the iteration STABLE was last entered at
-  bool replan_in_flight_ = false;         // a re-plan is with a worker (InstallCandidate routes it)
+  SequenceKey stable_sequence_;      // the op sequence of the iteration STABLE was last entered at
+  SequenceKey last_sequence_;        // of the last iteration cut
+  bool variant_repeated_ = false;    // STABLE, and the last two iterations ran one other sequence
+  std::uint64_t variant_plans_ = 0;  // PlanVariant() calls
+  bool replan_in_flight_ = false;    // a re-plan is with a worker (InstallCandidate routes it)
   std::uint64_t last_reserve_bytes_ = 0;  // the reserve of the last plan generated
   StageHold hold_;
   PolicyPublisher publisher_;

@@ -76,6 +76,9 @@ class IterationTracker {
   /// The last iteration cut repeats a sequence whose plan the session remembered
   /// (StageMachine::Resume): STABLE now, logged at the number of iterations cut so far.
   StageStep ResumeStable();
+  /// STABLE's plan runs short under a repeated variant of its sequence (StageMachine::Replan):
+  /// GEN_POLICY again.
+  StageStep ReplanVariant() { return machine_.Replan(); }
 
   const IterationEvent& last_event() const { return last_event_; }
   /// The op sequence of the last iteration that was compared (not discarded).

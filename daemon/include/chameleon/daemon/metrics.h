@@ -66,6 +66,9 @@ struct SlotMetrics {
   /// A sequence came back and the plan STABLE chose for it was in force again at once
   /// (PlanMemory).
   prometheus::Counter* plan_recalls;
+  /// The plan in force evicted under a repeated variant of its sequence (not a shift), which was
+  /// then planned as a sequence of its own.
+  prometheus::Counter* variant_plans;
   /// The reserve the last plan was generated with (device bytes it leaves free).
   prometheus::Gauge* reserve_bytes;
   prometheus::Counter* drained;
@@ -141,6 +144,7 @@ class Metrics {
   Family<prometheus::Counter>* empty_stable_;
   Family<prometheus::Counter>* reserve_raises_;
   Family<prometheus::Counter>* plan_recalls_;
+  Family<prometheus::Counter>* variant_plans_;
   Family<prometheus::Gauge>* reserve_bytes_;
   Family<prometheus::Counter>* drained_;
   Family<prometheus::Counter>* ops_;

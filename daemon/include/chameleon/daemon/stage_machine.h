@@ -63,6 +63,11 @@ class StageMachine {
   /// next unstable step is a shift.
   StageStep Resume();
 
+  /// STABLE's plan runs short under a repeated variant of the sequence it was planned for (one
+  /// the comparison calls stable, so no shift): GEN_POLICY again, counter reset, to plan the
+  /// variant as a sequence of its own. Only from STABLE (otherwise nothing changes).
+  StageStep Replan();
+
   Stage stage() const { return stage_; }
   int stable_steps() const { return stable_steps_; }
   /// Stable steps the hold kept in the last (or current) GEN_POLICY beyond n.
