@@ -13,7 +13,28 @@ namespace {
 
 // One published candidate per configuration: these tests count generations, not distinct plans.
 class SessionTest : public DaemonTest {
+ protected:
   void Configure(DaemonOptions* options) override { options->deduplicate_candidates = false; }
+
+  /// Starts the daemon, connects a client and pushes `steps` steps of `spec`'s loop: the first
+  /// `first` alone and the rest once the boundary is found (so that they are cut one by one as
+  /// they arrive), or all at once when `first` is 0. Returns the client's description once every
+  /// step is cut (null when something failed, with the failure reported).
+  nlohmann::json RunLoop(const LoopSpec& spec, int steps, int first = 0) {
+    StartDaemon();
+    auto client = Connect();
+    if (client == nullptr) return nullptr;
+    PushSteps(*client, spec, 0, first);
+    if (first > 0) {
+      EXPECT_TRUE(
+          WaitFor([&] { return Describe(client->id())["boundary"]["found_at_iteration"] > 0; }));
+    }
+    PushSteps(*client, spec, first, steps);
+    EXPECT_TRUE(WaitDrained(*client));
+    EXPECT_TRUE(
+        WaitFor([&] { return Describe(client->id())["iterations"].get<int>() >= steps - 1; }));
+    return Describe(client->id());
+  }
 };
 
 TEST_F(SessionTest, ClientReachesStableAndReceivesTheBoundary) {
@@ -48,15 +69,10 @@ TEST_F(SessionTest, ClientReachesStableAndReceivesTheBoundary) {
 }
 
 TEST_F(SessionTest, ShiftsAreCountedAndTheStageRestarts) {
-  StartDaemon();
-  auto client = Connect();
-  ASSERT_NE(client, nullptr);
   LoopSpec spec;
   spec.dynamic = 6;
-  PushSteps(*client, spec, 0, 30);
-  ASSERT_TRUE(WaitDrained(*client));
-  ASSERT_TRUE(WaitFor([&] { return Describe(client->id())["iterations"].get<int>() >= 29; }));
-  const auto d = Describe(client->id());
+  const auto d = RunLoop(spec, 30);
+  ASSERT_FALSE(HasFailure());
   std::vector<int> truth;
   auto stream = MakeLoop(spec, 30);
   for (int s : stream.shift_steps) truth.push_back(s);
@@ -70,19 +86,11 @@ TEST_F(SessionTest, ShiftsAreCountedAndTheStageRestarts) {
 // return of the sequence must try again rather than recall). The loop's auxiliary branch is on
 // in steps 16-31; at step 32 it returns to its first sequence.
 TEST_F(SessionTest, AReturnToASequenceStableWithoutAPlanGoesThroughTheStagesAgain) {
-  StartDaemon();
-  auto client = Connect();
-  ASSERT_NE(client, nullptr);
   LoopSpec spec;
   spec.dynamic = 16;
-  // The boundary first, so that the later steps are cut one by one as they arrive.
-  PushSteps(*client, spec, 0, 8);
-  ASSERT_TRUE(
-      WaitFor([&] { return Describe(client->id())["boundary"]["found_at_iteration"] > 0; }));
-  PushSteps(*client, spec, 8, 40);
-  ASSERT_TRUE(WaitDrained(*client));
-  ASSERT_TRUE(WaitFor([&] { return Describe(client->id())["iterations"].get<int>() >= 39; }));
-  const auto d = Describe(client->id());
+  // The boundary first, so that the stages see the later steps one iteration at a time.
+  const auto d = RunLoop(spec, 40, 8);
+  ASSERT_FALSE(HasFailure());
   const auto shifts = d["shift_iterations"].get<std::vector<int>>();
   ASSERT_EQ(shifts.size(), 2u) << d.dump(2);  // steps 16 and 32 (iterations 17 and 33)
   const auto stables = d["stable_iterations"].get<std::vector<int>>();
