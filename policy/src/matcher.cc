@@ -5,21 +5,11 @@
 #include <unordered_map>
 
 #include "chameleon/policy/anchors.h"
+#include "chameleon/policy/fnv1a.h"
 #include "ordered_alignment.h"
 
 namespace chameleon::policy {
 namespace {
-
-constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ull;
-constexpr std::uint64_t kFnvPrime = 0x100000001b3ull;
-
-std::uint64_t Fnv(std::uint64_t hash, std::uint64_t value) {
-  for (int i = 0; i < 8; ++i) {
-    hash ^= (value >> (8 * i)) & 0xff;
-    hash *= kFnvPrime;
-  }
-  return hash;
-}
 
 std::uint64_t AnchorWord(OpAnchor a) { return (std::uint64_t{a.token} << 32) | a.occurrence; }
 
@@ -56,10 +46,10 @@ std::vector<TensorFeatures> ComputeFeatures(const Profile& profile) {
     f.bytes = tensor.bytes;
     f.use_count = static_cast<std::uint32_t>(tensor.uses.size());
     for (std::uint32_t use : tensor.uses) f.token_tag |= 1u << (profile.ops[use].token % 32);
-    f.position_hash = kFnvOffset;
+    f.position_hash = kFnv1aOffset;
     if (!tensor.uses.empty()) {
-      f.position_hash = Fnv(f.position_hash, AnchorWord(anchors[tensor.uses.front()]));
-      f.position_hash = Fnv(f.position_hash, AnchorWord(anchors[tensor.uses.back()]));
+      f.position_hash = Fnv1a(f.position_hash, AnchorWord(anchors[tensor.uses.front()]));
+      f.position_hash = Fnv1a(f.position_hash, AnchorWord(anchors[tensor.uses.back()]));
       f.relative_position = tensor.uses.front() / ops;
       double sum = 0;
       for (std::uint32_t use : tensor.uses) sum += use;
@@ -68,8 +58,8 @@ std::vector<TensorFeatures> ComputeFeatures(const Profile& profile) {
       f.relative_position = tensor.alloc_op / ops;
       f.mean_position = f.relative_position;
     }
-    f.match_key =
-        Fnv(Fnv(Fnv(Fnv(kFnvOffset, f.bytes), f.use_count), f.token_tag), f.position_hash);
+    f.match_key = Fnv1a(Fnv1a(Fnv1a(Fnv1a(kFnv1aOffset, f.bytes), f.use_count), f.token_tag),
+                        f.position_hash);
   }
   return features;
 }

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "chameleon/policy/fnv1a.h"
 #include "chameleon/policy/matcher.h"
 #include "chameleon/policy/synthetic.h"
 
@@ -85,6 +88,20 @@ TEST(PolicyMatcher, ShouldKeepKeysStableWhenOpsWithNewTokensAreInserted) {
   std::size_t equal = 0;
   for (std::size_t t = 0; t < fa.size(); ++t) equal += fa[t].match_key == fb[t].match_key;
   EXPECT_EQ(equal, fa.size());
+}
+
+// The published FNV-1a 64 test vectors: "" and "a", "foobar" fed one byte at a time, and a word
+// fed whole equals its bytes fed one by one, least significant first.
+TEST(Fnv1a, MatchesThePublishedVectorsAndHashesAWordAsItsBytes) {
+  static_assert(kFnv1aOffset == 0xcbf29ce484222325ull);
+  EXPECT_EQ(Fnv1a(kFnv1aOffset, 'a', 1), 0xaf63dc4c8601ec8cull);
+  std::uint64_t h = kFnv1aOffset;
+  for (char c : std::string("foobar")) h = Fnv1a(h, static_cast<unsigned char>(c), 1);
+  EXPECT_EQ(h, 0x85944171f73967e8ull);
+  const std::uint64_t word = 0x0102030405060708ull;
+  std::uint64_t bytewise = kFnv1aOffset;
+  for (int i = 0; i < 8; ++i) bytewise = Fnv1a(bytewise, (word >> (8 * i)) & 0xff, 1);
+  EXPECT_EQ(Fnv1a(kFnv1aOffset, word), bytewise);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "chameleon/daemon/bigram_similarity.h"
 #include "chameleon/daemon/options.h"
 #include "chameleon/daemon/stage_machine.h"
+#include "chameleon/policy/fnv1a.h"
 
 namespace chameleon::daemon {
 
@@ -26,14 +27,10 @@ namespace chameleon::daemon {
 /// accident, and what follows from a key (a remembered plan, plan_memory.h) is only a plan: the
 /// shim's safety net keeps the data whole whatever it names.
 struct SequenceKey {
-  static constexpr std::uint64_t kEmptyHash = 0xcbf29ce484222325ull;  // FNV-1a offset basis
-  std::uint64_t hash = kEmptyHash;
+  std::uint64_t hash = policy::kFnv1aOffset;
   std::uint64_t ops = 0;
   void Add(std::uint32_t token) {
-    for (int byte = 0; byte < 4; ++byte) {
-      hash ^= (token >> (8 * byte)) & 0xffu;
-      hash *= 0x100000001b3ull;  // FNV-1a prime
-    }
+    hash = policy::Fnv1a(hash, token, sizeof(token));
     ++ops;
   }
   bool operator==(const SequenceKey&) const = default;
