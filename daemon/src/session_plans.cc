@@ -46,12 +46,9 @@ bool ClientSession::RecallPlan(const SequenceKey& sequence) {
   slot_metrics_->stage->Set(static_cast<double>(step.after));
   // A re-plan of it (ReserveFeedback) starts from the profile it was planned from.
   recorder_.Recall(plan->profile);
-  Publish(chosen != nullptr ? &chosen->policy : nullptr);
-  trials_.Restart();  // the candidates tried were another sequence's
-  trials_.Choose(chosen, chosen != nullptr ? publisher_.generation() : 0);
-  const bool swaps = chosen != nullptr && !chosen->policy.entries.empty();
+  trials_.Restart();       // the candidates tried were another sequence's
   feedback_.Replanning();  // a re-plan wanted for the plan before the shift is moot
-  feedback_.Watch(swaps ? publisher_.generation() : 0);
+  PublishChosen(chosen);   // as STABLE republishes the candidate it chose
   return true;
 }
 

@@ -84,17 +84,21 @@ void ClientSession::OnStageChange(const StageStep& step) {
     }
     const CandidateTrials::Candidate* best = trials_.Best(exclusions);
     ReportEmptyStable(best);
-    Publish(best != nullptr ? &best->policy : nullptr);
-    // Iterations under the republished policy keep measuring the chosen one.
-    trials_.Choose(best, best != nullptr ? publisher_.generation() : 0);
+    PublishChosen(best);
     stable_sequence_ = loop_.tracker() ? loop_.tracker()->last_sequence() : SequenceKey{};
     RememberPlan(best);
-    // ... and tell whether its reserve is enough (a plan with no swaps needs none).
-    const bool swaps = best != nullptr && !best->policy.entries.empty();
-    feedback_.Watch(swaps ? publisher_.generation() : 0);
   } else {
     Publish(nullptr);  // WARMUP: the old triggers no longer match the sequence
   }
+}
+
+void ClientSession::PublishChosen(const CandidateTrials::Candidate* chosen) {
+  Publish(chosen != nullptr ? &chosen->policy : nullptr);
+  // Iterations under the republished policy keep measuring the chosen one ...
+  trials_.Choose(chosen, chosen != nullptr ? publisher_.generation() : 0);
+  // ... and tell whether its reserve is enough (a plan with no swaps needs none).
+  const bool swaps = chosen != nullptr && !chosen->policy.entries.empty();
+  feedback_.Watch(swaps ? publisher_.generation() : 0);
 }
 
 void ClientSession::ReportEmptyStable(const CandidateTrials::Candidate* best) {

@@ -171,6 +171,10 @@ class ClientSession {
   /// Publishes the candidate planned ahead once the one on trial is installed or measured.
   void PublishReadyCandidate();
   void OnStageChange(const StageStep& step);
+  /// STABLE's plan in force: `chosen` (nullptr: none) published, kept as the chosen candidate
+  /// (measured under its generation) and watched by ReserveFeedback when it swaps. On entering
+  /// STABLE and on recalling a remembered plan.
+  void PublishChosen(const CandidateTrials::Candidate* chosen);
   /// STABLE chose `chosen` (nullptr: none), or re-planned it: PlanMemory keeps it under the
   /// sequence STABLE was entered with (stable_sequence_), so a re-plan made while a near variant
   /// of it runs (similar enough not to be a shift) replaces the plan of that sequence.
