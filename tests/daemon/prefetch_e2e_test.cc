@@ -226,16 +226,23 @@ TEST_F(PrefetchE2ETest, ARepeatedVariantThatIsNoShiftIsPlannedAsASequenceOfItsOw
   // The last description while STABLE: the trainer's closing checksum reads every weight back,
   // thousands of ops without the boundary's signature, so the daemon looks for a loop again (and
   // forgets the plans, whose anchors count from that boundary).
+  // The return to the first sequence at step 32 switches plans: the first sequence's is
+  // recalled, or, when a pointer-table target reported since made it stale (the scan's timing
+  // depends on the machine's load), the first sequence is planned again as a variant of the
+  // second. Either counter only grows, so the largest sum seen in any description counts.
   nlohmann::json last;
+  int switches = 0;
   const RunOutput limited = RunSampled("variant", args, env, [&](const nlohmann::json& d) {
     if (d.value("stage", "") == "STABLE") last = d;
+    const nlohmann::json& r = d["policy"]["remembered"];
+    switches = std::max(switches, r["recalls"].get<int>() + r["variants"].get<int>());
   });
   ExpectIdentical(limited, plain);
   ASSERT_TRUE(last.is_object()) << "never STABLE";
   const nlohmann::json& remembered = last["policy"]["remembered"];
   EXPECT_GE(remembered["variants"].get<int>(), 1) << last.dump(2);
-  EXPECT_EQ(remembered["plans"].get<int>(), 2) << remembered.dump();    // one per sequence
-  EXPECT_GE(remembered["recalls"].get<int>(), 1) << remembered.dump();  // the return at step 32
+  EXPECT_EQ(remembered["plans"].get<int>(), 2) << remembered.dump();  // one per sequence
+  EXPECT_GE(switches, 2) << remembered.dump();  // the variant's plan, then the return's
   EXPECT_EQ(last["shifts"].get<int>(), 0) << last.dump(2);
 }
 
