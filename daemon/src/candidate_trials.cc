@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 namespace chameleon::daemon {
 namespace {
@@ -36,6 +37,36 @@ void CandidateTrials::Restart() {
   next_ = 0;
   duplicates_ = 0;
   step_pending_ = true;
+  ++round_;
+}
+
+CandidateTrials::Progress CandidateTrials::Suspend() const {
+  Progress out;
+  out.next = next_;
+  // Taken and not yet a measured candidate: being generated, or generated and waiting.
+  if (in_flight_ || ready_) out.next = std::min(out.next, taken_config_);
+  for (const Candidate& c : candidates_) {
+    if (c.samples > 0) {
+      out.candidates.push_back(c);
+    } else {
+      out.next = std::min(out.next, c.config);
+    }
+  }
+  out.duplicates = duplicates_;
+  out.error = error_;
+  return out;
+}
+
+void CandidateTrials::Resume(Progress progress) {
+  candidates_ = std::move(progress.candidates);
+  next_ = progress.next;
+  duplicates_ = progress.duplicates;
+  error_ = std::move(progress.error);
+  ready_.reset();
+  chosen_.reset();
+  chosen_generation_ = 0;
+  step_pending_ = true;
+  ++round_;
 }
 
 bool CandidateTrials::WantsNext(Marks marks) const {

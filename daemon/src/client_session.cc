@@ -234,7 +234,9 @@ bool ClientSession::HandleOp(std::uint32_t token, const ipc::RecordView& record)
     }
     recorder_.AddOp(token, {reads, n}, written);
   } else {
+    const policy::Profile* before = recorder_.profile().get();
     recorder_.OpOutside(clock_.last_boundary());
+    NoteProfileSequence(before);
   }
   switch (loop_.Remember(token)) {
     case LoopBoundary::Route::kHistory:
@@ -324,7 +326,9 @@ void ClientSession::HandleMark(const ipc::IterationMarkRecord& mark, std::uint16
     RaiseReserve();
   }
   slot_metrics_->iteration_seconds->Set(clock_.iteration_s());
+  const policy::Profile* before = recorder_.profile().get();
   recorder_.OnMark(mark.iteration);
+  NoteProfileSequence(before);
   if (mark.device_time_ns > 0 && mark.timed_iteration != 0 && clock_.carries_generation()) {
     std::optional<double> executor_wait_s;
     if ((flags & ipc::kFlagExecutorWait) != 0)

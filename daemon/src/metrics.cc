@@ -127,6 +127,12 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                            "Sequences that came back after a shift and had the plan STABLE chose "
                            "for them in force again at once")
                        .Register(r);
+  planning_resumes_ = &BuildCounter()
+                           .Name("chameleon_policy_planning_resumes_total")
+                           .Help(
+                               "Sequences whose planning a shift cut short that came back, their "
+                               "candidate trials going on from what they had measured")
+                           .Register(r);
   variant_plans_ = &BuildCounter()
                         .Name("chameleon_policy_variant_plans_total")
                         .Help(
@@ -199,6 +205,7 @@ SlotMetrics& Metrics::Slot(std::uint32_t slot) {
   m.empty_stable = &empty_stable_->Add(labels);
   m.reserve_raises = &reserve_raises_->Add(labels);
   m.plan_recalls = &plan_recalls_->Add(labels);
+  m.planning_resumes = &planning_resumes_->Add(labels);
   m.variant_plans = &variant_plans_->Add(labels);
   m.reserve_bytes = &reserve_bytes_->Add(labels);
   m.drained = &drained_->Add(labels);

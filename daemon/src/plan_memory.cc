@@ -12,16 +12,40 @@ void PlanMemory::Remember(Plan plan) {
   Trim();
 }
 
+std::vector<PlanMemory::Plan>::iterator PlanMemory::Find(const SequenceKey& sequence,
+                                                         std::uint64_t device_limit,
+                                                         std::uint64_t exclusions,
+                                                         bool in_progress) {
+  return std::find_if(plans_.begin(), plans_.end(), [&](const Plan& p) {
+    return p.sequence == sequence && p.device_limit == device_limit && p.exclusions == exclusions &&
+           p.progress.has_value() == in_progress;
+  });
+}
+
 const PlanMemory::Plan* PlanMemory::Recall(const SequenceKey& sequence, std::uint64_t device_limit,
                                            std::uint64_t exclusions) {
-  const auto it = std::find_if(plans_.begin(), plans_.end(), [&](const Plan& p) {
-    return p.sequence == sequence && p.device_limit == device_limit && p.exclusions == exclusions;
-  });
+  const auto it = Find(sequence, device_limit, exclusions, false);
   if (it == plans_.end()) return nullptr;
   // Most recently used last: a recalled plan is the last to go.
   std::rotate(it, it + 1, plans_.end());
   ++recalls_;
   return &plans_.back();
+}
+
+std::optional<PlanMemory::Plan> PlanMemory::Resume(const SequenceKey& sequence,
+                                                   std::uint64_t device_limit,
+                                                   std::uint64_t exclusions) {
+  const auto it = Find(sequence, device_limit, exclusions, true);
+  if (it == plans_.end()) return std::nullopt;
+  std::optional<Plan> out(std::move(*it));
+  plans_.erase(it);
+  ++resumes_;
+  return out;
+}
+
+std::size_t PlanMemory::in_progress() const {
+  return static_cast<std::size_t>(std::count_if(
+      plans_.begin(), plans_.end(), [](const Plan& p) { return p.progress.has_value(); }));
 }
 
 void PlanMemory::SetCapacity(std::size_t capacity) {

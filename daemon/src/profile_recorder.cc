@@ -66,6 +66,19 @@ void ProfileRecorder::Recall(std::shared_ptr<const policy::Profile> profile) {
   attempts_ = 0;
 }
 
+void ProfileRecorder::Resume(std::shared_ptr<const policy::Profile> profile, std::uint64_t after) {
+  Recall(std::move(profile));
+  timed_ = profile_ != nullptr && profile_->iteration_s > 0;  // Time() stamps a positive one
+  if (!timed_) {
+    detail_boundary_ = after;
+    sample_from_ = after + 1;
+    samples_ = 0;
+    best_s_ = 0;
+    early_count_ = 0;
+    clock_.clear();
+  }
+}
+
 void ProfileRecorder::Request() {
   if (attempts_ >= kMaxDetailAttempts) {
     spdlog::warn("client {} (pid {}): {} detailed iterations lost records; no profile this time",

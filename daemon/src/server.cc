@@ -326,7 +326,7 @@ void DaemonImpl::StartGeneration(Connection* conn) {
   auto job = std::make_unique<Jobs::Generation>();
   job->daemon = this;
   job->client = conn->session->identity().id;
-  auto [profile, options] = conn->session->TakeGeneration(&job->result.index);
+  auto [profile, options] = conn->session->TakeGeneration(&job->result);
   job->profile = std::move(profile);
   job->options = options;
   job->req.data = job.get();

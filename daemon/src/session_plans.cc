@@ -1,9 +1,12 @@
-// ClientSession: remembered plans (PlanMemory) and the variants of a sequence that get a plan of
-// their own (docs/detection.md, "Remembered plans"). OnIteration (session_policy.cc) recalls a
-// plan whenever an iteration runs another exact sequence than the one in force; RaiseReserve asks
-// for PlanVariant when the plan in force evicts under a repeated variant.
+// ClientSession: remembered plans (PlanMemory), plans in progress suspended by a shift and resumed
+// when their sequence comes back, and the variants of a sequence that get a plan of their own
+// (docs/detection.md, "Remembered plans"). OnIteration (session_policy.cc) recalls a plan, or
+// resumes one in progress, whenever an iteration runs another exact sequence than the one in
+// force; RaiseReserve asks for PlanVariant when the plan in force evicts under a repeated variant.
 #include <spdlog/spdlog.h>
 
+#include <memory>
+#include <optional>
 #include <utility>
 
 #include "chameleon/daemon/client_session.h"
@@ -31,6 +34,8 @@ bool ClientSession::RecallPlan(const SequenceKey& sequence) {
   if (disabled_ || replan_in_flight_ || plans_.capacity() == 0) return false;
   const PlanMemory::Plan* plan = plans_.Recall(sequence, DeviceLimit(), exclusions_.version());
   if (plan == nullptr) return false;
+  // Replacing a sequence's candidates under trial (a variant's, no shift between).
+  if (stage() == Stage::kGenPolicy) SuspendPlanning(true);
   stable_sequence_ = sequence;
   variant_repeated_ = false;
   IterationTracker& tracker = *loop_.tracker();
@@ -46,9 +51,72 @@ bool ClientSession::RecallPlan(const SequenceKey& sequence) {
   slot_metrics_->stage->Set(static_cast<double>(step.after));
   // A re-plan of it (ReserveFeedback) starts from the profile it was planned from.
   recorder_.Recall(plan->profile);
+  profile_sequence_ = plan->profile ? sequence : SequenceKey{};
   trials_.Restart();       // the candidates tried were another sequence's
   feedback_.Replanning();  // a re-plan wanted for the plan before the shift is moot
   PublishChosen(chosen);   // as STABLE republishes the candidate it chose
+  return true;
+}
+
+void ClientSession::NoteProfileSequence(const policy::Profile* before) {
+  const std::shared_ptr<const policy::Profile>& profile = recorder_.profile();
+  if (!profile || profile.get() == before) return;
+  const IterationTracker* tracker = loop_.tracker();
+  profile_sequence_ = tracker != nullptr ? tracker->last_sequence() : SequenceKey{};
+  // The detailed iteration ends at a mark, right after the tracker cut it; a profile of another
+  // length (an op of another thread ended it early) is of no sequence known.
+  if (profile_sequence_.ops != profile->ops.size()) profile_sequence_ = SequenceKey{};
+}
+
+void ClientSession::SuspendPlanning(bool trials) {
+  const std::shared_ptr<const policy::Profile>& profile = recorder_.profile();
+  const SequenceKey sequence = profile_sequence_;
+  const std::uint64_t limit = DeviceLimit();
+  // A profile of a known sequence spares its return the detailed iteration; timed, it plans at
+  // once. Nothing less is kept.
+  if (plans_.capacity() == 0 || disabled_ || limit == 0 || !recorder_.fresh() || !profile ||
+      sequence.ops == 0) {
+    return;
+  }
+  PlanMemory::Plan plan;
+  plan.sequence = sequence;
+  plan.profile = profile;
+  plan.device_limit = limit;
+  plan.exclusions = exclusions_.version();
+  // Candidates are planned only from a timed profile: an untimed one has none to keep.
+  plan.progress = trials && recorder_.timed() ? trials_.Suspend() : CandidateTrials::Progress{};
+  spdlog::info(
+      "client {} (pid {}): planning of a sequence of {} ops left before STABLE ({} candidate(s) "
+      "measured); it goes on from there if the sequence comes back",
+      identity_.id, identity_.pid, sequence.ops, plan.progress->candidates.size());
+  plans_.Remember(std::move(plan));
+}
+
+bool ClientSession::ResumePlanning(const SequenceKey& sequence) {
+  if (disabled_ || replan_in_flight_ || plans_.capacity() == 0) return false;
+  if (stage() == Stage::kGenPolicy && sequence == profile_sequence_) return false;  // its own
+  std::optional<PlanMemory::Plan> plan =
+      plans_.Resume(sequence, DeviceLimit(), exclusions_.version());
+  if (!plan) return false;
+  if (stage() == Stage::kGenPolicy) SuspendPlanning(true);
+  profile_sequence_ = sequence;
+  variant_repeated_ = false;
+  const StageStep step = loop_.tracker()->ResumePlanning();
+  spdlog::info(
+      "client {} (pid {}): iteration {} repeats a sequence whose planning was cut short ({} ops, "
+      "{} candidate(s) measured); its trials go on; stage {} -> {}",
+      identity_.id, identity_.pid, loop_.tracker()->iterations(), sequence.ops,
+      plan->progress->candidates.size(), StageName(step.before), StageName(step.after));
+  slot_metrics_->planning_resumes->Increment();
+  slot_metrics_->stage->Set(static_cast<double>(step.after));
+  // Its intervals after the one just cut, which ran under another plan.
+  recorder_.Resume(plan->profile, clock_.last_boundary());
+  trials_.Resume(std::move(*plan->progress));
+  feedback_.Watch(0);  // no chosen plan in force
+  feedback_.Replanning();
+  Publish(nullptr);  // the plan in force was another sequence's; its next candidate follows
+  // An untimed profile is timed under that empty policy, not under the plan before it.
+  recorder_.SetTimingFloor(publisher_.generation());
   return true;
 }
 

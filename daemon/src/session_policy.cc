@@ -25,6 +25,9 @@ void ClientSession::OnIteration(const IterationEvent& event) {
         event.comparison.previous_ops, event.comparison.ops);
   }
   if (event.comparison.has_previous && !event.comparison.stable) {
+    // What planning learned of the sequence left waits for its return (PlanMemory).
+    if (event.step.before != Stage::kStable)
+      SuspendPlanning(event.step.before == Stage::kGenPolicy);
     // Its mark comes right after this op: the new sequence's intervals begin at the next one.
     // A detailed iteration requested for the old sequence is called off.
     recorder_.NewSequence(clock_.last_boundary() + 1);
@@ -35,8 +38,12 @@ void ClientSession::OnIteration(const IterationEvent& event) {
   variant_repeated_ = stage() == Stage::kStable && other && event.comparison.stable &&
                       event.sequence == last_sequence_;
   last_sequence_ = event.sequence;
-  // A sequence STABLE already chose a plan for: that plan again, now, instead of the stages.
-  if (other && event.comparison.has_previous && RecallPlan(event.sequence)) return;
+  // A sequence STABLE already chose a plan for: that plan again, now, instead of the stages; one
+  // whose planning a shift cut short: its trials go on.
+  if (other && event.comparison.has_previous &&
+      (RecallPlan(event.sequence) || ResumePlanning(event.sequence))) {
+    return;
+  }
   if (event.step.changed()) OnStageChange(event.step);
   if (stage() == Stage::kGenPolicy) trials_.StepPassed();
   if (stage() == Stage::kWarmup && event.comparison.stable) ProfileDuringWarmup();
@@ -85,7 +92,11 @@ void ClientSession::OnStageChange(const StageStep& step) {
     const CandidateTrials::Candidate* best = trials_.Best(exclusions);
     ReportEmptyStable(best);
     PublishChosen(best);
-    stable_sequence_ = loop_.tracker() ? loop_.tracker()->last_sequence() : SequenceKey{};
+    // Remembered under the sequence its profile recorded (its anchors bind exactly there), or,
+    // not known, the one just run.
+    stable_sequence_ = profile_sequence_.ops != 0 ? profile_sequence_
+                       : loop_.tracker()          ? loop_.tracker()->last_sequence()
+                                                  : SequenceKey{};
     RememberPlan(best);
   } else {
     Publish(nullptr);  // WARMUP: the old triggers no longer match the sequence
@@ -304,7 +315,9 @@ policy::GeneratorOptions ClientSession::WithHostLink(policy::GeneratorOptions op
 }
 
 std::pair<std::shared_ptr<const policy::Profile>, policy::GeneratorOptions>
-ClientSession::TakeGeneration(std::uint32_t* index) {
+ClientSession::TakeGeneration(CandidateResult* result) {
+  std::uint32_t* index = &result->index;
+  result->round = trials_.round();
   policy::GeneratorOptions options;
   if (stage() == Stage::kStable && WantsReplan()) {
     // The chosen plan evicted in a steady iteration: its own configuration again, with the
@@ -345,6 +358,11 @@ ClientSession::TakeGeneration(std::uint32_t* index) {
 void ClientSession::InstallCandidate(CandidateResult result) {
   if (replan_in_flight_) {
     InstallReplan(std::move(result));
+    return;
+  }
+  if (result.round != trials_.round()) {
+    // Planned for trials left since (a shift, a recall, a resumed sequence): never theirs.
+    trials_.Dropped();
     return;
   }
   trials_.Finished(result.ok ? std::string() : result.message);

@@ -63,6 +63,17 @@ StageStep StageMachine::Resume() {
   return step;
 }
 
+StageStep StageMachine::ResumePlanning() {
+  StageStep step;
+  step.before = stage_;
+  stage_ = Stage::kGenPolicy;
+  stable_steps_ = n_;
+  held_steps_ = 0;
+  seen_stable_ = true;
+  step.after = stage_;
+  return step;
+}
+
 StageStep StageMachine::Replan() {
   StageStep step;
   step.before = stage_;

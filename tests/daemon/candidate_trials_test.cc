@@ -328,4 +328,55 @@ TEST(CandidateTrials, ShouldCollapseEmptyPlans) {
 }
 
 }  // namespace
+TEST(CandidateTrials, SuspendKeepsTheMeasuredAndPlansTheUnmeasuredAgainOnResume) {
+  CandidateTrials trials(ThreeConfigs());
+  trials.Restart();
+  TakeAndAdd(trials, 5, 1.0);  // configuration 0, measured
+  trials.Credit(5, 0.9, true);
+  TakeAndAdd(trials, 6, 1.1);  // configuration 1, published, not measured yet
+  const CandidateTrials::Progress progress = trials.Suspend();
+  ASSERT_EQ(progress.candidates.size(), 1u);
+  EXPECT_EQ(progress.candidates[0].generation, 5u);
+  EXPECT_EQ(progress.next, 1u) << "configuration 1 is planned again";
+
+  trials.Restart();  // another sequence's trials meanwhile
+  TakeAndAdd(trials, 8, 2.0);
+  trials.Resume(progress);
+  ASSERT_EQ(trials.candidates().size(), 1u);
+  EXPECT_EQ(trials.candidates()[0].generation, 5u);
+  EXPECT_DOUBLE_EQ(trials.candidates()[0].measured_s, 0.9);
+  EXPECT_EQ(trials.chosen(), nullptr);
+  ASSERT_TRUE(trials.WantsNext(CandidateTrials::Marks::kGeneration));
+  std::uint32_t index = 9;
+  trials.Take(&index);
+  EXPECT_EQ(index, 1u);
+}
+
+TEST(CandidateTrials, ACandidateBeingGeneratedWhenSuspendedIsPlannedAgain) {
+  CandidateTrials trials(ThreeConfigs());
+  trials.Restart();
+  TakeAndAdd(trials, 5, 1.0);
+  trials.Credit(5, 0.9, true);
+  std::uint32_t index = 0;
+  trials.Take(&index);  // configuration 1 with a worker
+  EXPECT_EQ(trials.Suspend().next, 1u);
+}
+
+TEST(CandidateTrials, EachRestartAndResumeIsANewRound) {
+  CandidateTrials trials(ThreeConfigs());
+  const std::uint64_t first = trials.round();
+  trials.Restart();
+  const std::uint64_t second = trials.round();
+  EXPECT_NE(second, first);
+  trials.Resume(trials.Suspend());
+  EXPECT_NE(trials.round(), second);
+  // A worker of an earlier round finishing lets the next one go.
+  std::uint32_t index = 0;
+  trials.Take(&index);
+  EXPECT_FALSE(trials.WantsNext(CandidateTrials::Marks::kInstalled));
+  trials.Restart();
+  trials.Dropped();
+  EXPECT_TRUE(trials.WantsNext(CandidateTrials::Marks::kInstalled));
+}
+
 }  // namespace chameleon::daemon

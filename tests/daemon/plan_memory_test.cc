@@ -88,4 +88,43 @@ TEST(PlanMemory, CapacityZeroRemembersNothingAndClearForgetsAll) {
 }
 
 }  // namespace
+TEST(PlanMemory, APlanInProgressIsResumedOnceAndNeverRecalled) {
+  PlanMemory memory(4);
+  const SequenceKey a = Sequence({1, 2, 3}), b = Sequence({4, 5});
+  PlanMemory::Plan partial;
+  partial.sequence = a;
+  partial.device_limit = 1000;
+  partial.progress = CandidateTrials::Progress{};
+  partial.progress->next = 2;
+  memory.Remember(std::move(partial));
+  memory.Remember(PlanFor(b, 7, 1000));
+  EXPECT_EQ(memory.size(), 2u);
+  EXPECT_EQ(memory.in_progress(), 1u);
+  EXPECT_EQ(memory.Recall(a, 1000, 0), nullptr) << "no plan chosen for it yet";
+  EXPECT_FALSE(memory.Resume(b, 1000, 0).has_value()) << "a chosen plan is recalled, not resumed";
+  EXPECT_FALSE(memory.Resume(a, 2000, 0).has_value());  // another limit
+  const std::optional<PlanMemory::Plan> resumed = memory.Resume(a, 1000, 0);
+  ASSERT_TRUE(resumed.has_value());
+  ASSERT_TRUE(resumed->progress.has_value());
+  EXPECT_EQ(resumed->progress->next, 2u);
+  EXPECT_FALSE(memory.Resume(a, 1000, 0).has_value()) << "taken out: its trials are live";
+  EXPECT_EQ(memory.in_progress(), 0u);
+  EXPECT_EQ(memory.resumes(), 1u);
+  EXPECT_EQ(memory.recalls(), 0u);
+}
+
+TEST(PlanMemory, AChosenPlanReplacesTheSameSequencesPlanInProgress) {
+  PlanMemory memory(4);
+  const SequenceKey a = Sequence({1, 2, 3});
+  PlanMemory::Plan partial;
+  partial.sequence = a;
+  partial.device_limit = 1 << 30;
+  partial.progress = CandidateTrials::Progress{};
+  memory.Remember(std::move(partial));
+  memory.Remember(PlanFor(a, 9));
+  EXPECT_EQ(memory.size(), 1u);
+  EXPECT_EQ(memory.in_progress(), 0u);
+  EXPECT_NE(memory.Recall(a, 1 << 30, 0), nullptr);
+}
+
 }  // namespace chameleon::daemon

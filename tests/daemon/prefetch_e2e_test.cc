@@ -198,6 +198,31 @@ TEST_F(PrefetchE2ETest, ASequenceThatComesBackHasItsPlanInForceAgainAtOnce) {
   EXPECT_GT(Sum(tail, "prefetches"), 0u);
 }
 
+// Phases shorter than m + n + 3 iterations: the auxiliary branch on for 4 steps and off for 4,
+// each switch a shift, so no phase lasts long enough to reach STABLE from WARMUP. What planning
+// learned of a sequence (its profile, the candidates measured) waits in PlanMemory while the
+// other runs, and its trials go on when it comes back, so that both reach STABLE and are recalled
+// from then on (docs/detection.md, "Remembered plans"). Without that, neither ever does.
+TEST_F(PrefetchE2ETest, SequencesAlternatingFasterThanTheStagesStillReachStable) {
+  std::vector<std::string> args = kSmallTrainer;
+  args.insert(args.end(), {"--steps", "48", "--dynamic", "4"});
+  const RunOutput plain = Run("resume.plain", args, PlainEnv());
+  StartDaemon();
+  int resumes = 0;
+  std::size_t chosen = 0;  // plans STABLE chose, one per sequence
+  const RunOutput limited =
+      RunSampled("resume", args, LimitedEnv(Number(plain.out, "peak") / 4 * 3, "resume"),
+                 [&](const nlohmann::json& d) {
+                   const nlohmann::json& r = d["policy"]["remembered"];
+                   resumes = std::max(resumes, r["resumes"].get<int>());
+                   chosen = std::max(
+                       chosen, r["plans"].get<std::size_t>() - r["in_progress"].get<std::size_t>());
+                 });
+  ExpectIdentical(limited, plain);
+  EXPECT_GE(resumes, 1);
+  EXPECT_GE(chosen, 2u);
+}
+
 // A variant the comparison calls stable: the model-shaped trainer's auxiliary branch adds two
 // ops to 1,455 (no shift), in steps 16-31, and one of them reads a tensor the first sequence's
 // plan holds off the device there, so that plan faults and evicts under it every step. Raising

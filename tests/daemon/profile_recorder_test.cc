@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "chameleon/ipc/event_records.h"
 #include "chameleon/ipc/segment.h"
 
@@ -228,4 +230,38 @@ TEST_F(ProfileRecorderTest, ShouldMakeTheProfileStaleWhenTheSequenceChanges) {
 }
 
 }  // namespace
+TEST_F(ProfileRecorderTest, AResumedUntimedProfileIsTimedByIntervalsAfterTheResume) {
+  recorder_->Restart();
+  CollectTwoOps();
+  recorder_->OnMark(3);
+  const std::shared_ptr<const policy::Profile> untimed = recorder_->profile();
+  recorder_->NewSequence(4);  // left before it was timed
+  recorder_->Resume(untimed, 10);
+  EXPECT_TRUE(recorder_->fresh());
+  EXPECT_FALSE(recorder_->timed());
+  recorder_->SetTimingFloor(9);
+  recorder_->SampleInterval(10, 9, 0.1, false);  // the iteration that ran under another plan
+  recorder_->SampleInterval(11, 8, 0.1, false);  // under an older policy
+  EXPECT_FALSE(recorder_->timed());
+  recorder_->SampleInterval(11, 9, 0.6, false);
+  recorder_->SampleInterval(12, 9, 0.5, false);
+  ASSERT_TRUE(recorder_->timed());
+  EXPECT_DOUBLE_EQ(recorder_->profile()->iteration_s, 0.5);
+}
+
+TEST_F(ProfileRecorderTest, AResumedTimedProfileIsReadyAtOnce) {
+  recorder_->Restart();
+  CollectTwoOps();
+  recorder_->OnMark(3);
+  recorder_->Time(0.75, "device");
+  const std::shared_ptr<const policy::Profile> timed = recorder_->profile();
+  recorder_->NewSequence(4);
+  recorder_->Restart();  // another sequence's detailed iteration requested meanwhile
+  recorder_->Resume(timed, 10);
+  EXPECT_TRUE(recorder_->fresh());
+  EXPECT_TRUE(recorder_->timed());
+  EXPECT_FALSE(recorder_->in_progress());
+  EXPECT_EQ(recorder_->profile(), timed);
+}
+
 }  // namespace chameleon::daemon

@@ -139,4 +139,25 @@ TEST(StageMachine, ReplanReturnsFromStableToGenPolicyAndNothingElseMoves) {
 }
 
 }  // namespace
+TEST(StageMachine, ResumePlanningIsGenPolicyWithItsStepsServed) {
+  for (int warm_steps : {0, 1, 4, 9}) {  // WARMUP, WARMUP, GEN_POLICY, STABLE
+    StageMachine machine(2, 5);
+    for (int i = 0; i < warm_steps; ++i) machine.Step(true);
+    EXPECT_EQ(machine.ResumePlanning().after, Stage::kGenPolicy) << warm_steps;
+    // Held while its candidates are measured ...
+    machine.SetGenPolicyHold(true, 3);
+    EXPECT_EQ(machine.Step(true).after, Stage::kGenPolicy) << warm_steps;
+    // ... and STABLE as soon as the hold lets go.
+    machine.SetGenPolicyHold(false, 3);
+    EXPECT_EQ(machine.Release().after, Stage::kStable) << warm_steps;
+    EXPECT_TRUE(machine.Step(false).shift) << "the loop counts as seen stable";
+  }
+}
+
+TEST(StageMachine, ResumePlanningWithoutAHoldIsStableAtTheNextStableStep) {
+  StageMachine machine(2, 5);
+  machine.ResumePlanning();
+  EXPECT_EQ(machine.Step(true).after, Stage::kStable);
+}
+
 }  // namespace chameleon::daemon

@@ -56,8 +56,30 @@ class CandidateTrials {
   /// New settings (a live options update): the next candidate is generated from them; those
   /// already published keep theirs (their measurements stay comparable to their predictions).
   void SetConfigs(std::vector<policy::GeneratorOptions> configs) { configs_ = std::move(configs); }
+  /// What GEN_POLICY has measured of one sequence, kept while another runs (PlanMemory): the
+  /// measured candidates and the next configuration to plan. A candidate not measured yet, one
+  /// being generated and one waiting to be published are planned again on the return (`next`
+  /// goes back to the first of their configurations): the same profile and configuration plan
+  /// the same swaps, and what was not measured on this sequence's own iterations tells nothing.
+  struct Progress {
+    std::vector<Candidate> candidates;
+    std::uint32_t next = 0;
+    std::uint32_t duplicates = 0;
+    std::string error;
+  };
+
   /// A new stable sequence: every configuration is tried again.
   void Restart();
+  /// The trials so far, to go on from later (Resume). The object itself is unchanged.
+  Progress Suspend() const;
+  /// A sequence whose GEN_POLICY was cut short came back: its trials go on from `progress`,
+  /// as after Restart() but with what was measured kept.
+  void Resume(Progress progress);
+  /// Grows with each Restart() and Resume(): a generation taken under another round (Take) was
+  /// planned for trials that are no longer these.
+  std::uint64_t round() const { return round_; }
+  /// A worker finished a generation of an earlier round: nothing of it is kept.
+  void Dropped() { in_flight_ = false; }
   /// A GEN_POLICY step passed: a next candidate may be generated.
   void StepPassed() { step_pending_ = true; }
 
@@ -147,6 +169,9 @@ class CandidateTrials {
   std::string error_;
   std::optional<Candidate> chosen_;
   std::uint64_t chosen_generation_ = 0;  // the chosen policy's generation republished in STABLE
+  // Not reset by Restart() or Resume(): a worker still out is the session's, whichever trials
+  // it was started for (in_flight_ likewise).
+  std::uint64_t round_ = 0;
 };
 
 }  // namespace chameleon::daemon

@@ -73,6 +73,9 @@ class IterationTracker {
   /// The last iteration cut repeats a sequence whose plan the session remembered
   /// (StageMachine::Resume): STABLE now, logged at the number of iterations cut so far.
   StageStep ResumeStable();
+  /// The last iteration cut repeats a sequence whose GEN_POLICY was cut short, its trials kept
+  /// (StageMachine::ResumePlanning): GEN_POLICY again, nearly done.
+  StageStep ResumePlanning() { return machine_.ResumePlanning(); }
   /// STABLE's plan runs short under a repeated variant of its sequence (StageMachine::Replan):
   /// GEN_POLICY again.
   StageStep ReplanVariant() { return machine_.Replan(); }

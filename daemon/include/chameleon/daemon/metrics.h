@@ -66,6 +66,9 @@ struct SlotMetrics {
   /// A sequence came back and the plan STABLE chose for it was in force again at once
   /// (PlanMemory).
   prometheus::Counter* plan_recalls;
+  /// A sequence whose planning a shift cut short came back and its trials went on from what
+  /// they had measured (PlanMemory).
+  prometheus::Counter* planning_resumes;
   /// The plan in force evicted under a repeated variant of its sequence (not a shift), which was
   /// then planned as a sequence of its own.
   prometheus::Counter* variant_plans;
@@ -144,6 +147,7 @@ class Metrics {
   Family<prometheus::Counter>* empty_stable_;
   Family<prometheus::Counter>* reserve_raises_;
   Family<prometheus::Counter>* plan_recalls_;
+  Family<prometheus::Counter>* planning_resumes_;
   Family<prometheus::Counter>* variant_plans_;
   Family<prometheus::Gauge>* reserve_bytes_;
   Family<prometheus::Counter>* drained_;

@@ -14,6 +14,12 @@
 // limit and the same pointer-exclusion version (a target reported since may be a tensor the plan
 // swaps). Anything else is a miss, and the stages run as before.
 //
+// A sequence left before STABLE chose its plan keeps what planning learned so far (a plan in
+// progress: its timed profile and the candidates measured, CandidateTrials::Progress), under the
+// same conditions; when it comes back, GEN_POLICY goes on from there (ClientSession::
+// ResumePlanning) instead of starting again. Without that, a loop whose sequences alternate
+// faster than m + n + 3 iterations never reaches STABLE in any of them.
+//
 // Bounded (least recently used goes first). Not thread-safe: only the loop thread touches it.
 #pragma once
 
@@ -40,32 +46,46 @@ class PlanMemory {
     std::shared_ptr<const policy::Profile> profile;
     std::uint64_t device_limit = 0;
     std::uint64_t exclusions = 0;  ///< PointerExclusions::version() when chosen
+    /// Set: a plan in progress (no `chosen` yet), the trials to go on from.
+    std::optional<CandidateTrials::Progress> progress;
   };
 
   /// `capacity` 0: nothing is remembered (DaemonOptions::remembered_plans).
   explicit PlanMemory(std::size_t capacity) : capacity_(capacity) {}
 
-  /// Keeps `plan`, replacing one of the same sequence; the least recently used goes when full.
+  /// Keeps `plan` (chosen, or in progress), replacing any of the same sequence; the least
+  /// recently used goes when full.
   void Remember(Plan plan);
-  /// The plan remembered for `sequence` under the same limit and exclusion version, or nullptr.
-  /// A hit counts as a use (it is kept longest) and as a recall.
+  /// The chosen plan remembered for `sequence` under the same limit and exclusion version, or
+  /// nullptr. A hit counts as a use (it is kept longest) and as a recall.
   const Plan* Recall(const SequenceKey& sequence, std::uint64_t device_limit,
                      std::uint64_t exclusions);
+  /// The plan in progress remembered for `sequence` under the same limit and exclusion version,
+  /// taken out of the memory (its trials are live again; Remember it when left again), or
+  /// nullopt. A hit counts as a resume.
+  std::optional<Plan> Resume(const SequenceKey& sequence, std::uint64_t device_limit,
+                             std::uint64_t exclusions);
   /// Forgets every plan (the boundary or the options changed); the recall count stays.
   void Clear() { plans_.clear(); }
   /// A new capacity (live options): the least recently used go if there are too many.
   void SetCapacity(std::size_t capacity);
 
   std::size_t size() const { return plans_.size(); }
+  /// Of size(): plans in progress.
+  std::size_t in_progress() const;
   std::size_t capacity() const { return capacity_; }
   std::uint64_t recalls() const { return recalls_; }
+  std::uint64_t resumes() const { return resumes_; }
 
  private:
   void Trim();
+  std::vector<Plan>::iterator Find(const SequenceKey& sequence, std::uint64_t device_limit,
+                                   std::uint64_t exclusions, bool in_progress);
 
   std::size_t capacity_;
   std::vector<Plan> plans_;  // least recently used first
   std::uint64_t recalls_ = 0;
+  std::uint64_t resumes_ = 0;
 };
 
 }  // namespace chameleon::daemon

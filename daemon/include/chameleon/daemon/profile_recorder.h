@@ -74,6 +74,11 @@ class ProfileRecorder {
   /// timed, so a re-plan starts from it; nullptr: none). A detailed iteration requested meanwhile
   /// is called off.
   void Recall(std::shared_ptr<const policy::Profile> profile);
+  /// A sequence whose planning was cut short came back (PlanMemory): `profile`, recorded for it
+  /// before, is the current sequence's again. Timed (an iteration time) it is ready to plan
+  /// from; otherwise it is timed by the intervals after boundary `after`, as after its detailed
+  /// iteration. A detailed iteration requested meanwhile is called off.
+  void Resume(std::shared_ptr<const policy::Profile> profile, std::uint64_t after);
   /// A device-timed interval credited to `generation`: one of the kProfileSamples whose best is
   /// the profile's iteration time, while no candidate was published from it yet. Intervals that
   /// ran before the detailed one (same sequence, at or above the timing floor) count too, so a

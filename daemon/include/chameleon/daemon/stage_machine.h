@@ -63,6 +63,12 @@ class StageMachine {
   /// next unstable step is a shift.
   StageStep Resume();
 
+  /// The sequence just seen is one whose GEN_POLICY was cut short by a shift, its trials kept
+  /// (plan_memory.h): GEN_POLICY now, from any stage, with n stable steps counted, so that it
+  /// moves to STABLE as soon as the hold lets go (every configuration measured), or at the next
+  /// stable step without one. The loop counts as seen stable.
+  StageStep ResumePlanning();
+
   /// STABLE's plan runs short under a repeated variant of the sequence it was planned for (one
   /// the comparison calls stable, so no shift): GEN_POLICY again, counter reset, to plan the
   /// variant as a sequence of its own. Only from STABLE (otherwise nothing changes).
