@@ -43,23 +43,37 @@ void CandidateTrials::Restart() {
 CandidateTrials::Progress CandidateTrials::Suspend() const {
   Progress out;
   out.next = next_;
-  // Taken and not yet a measured candidate: being generated, or generated and waiting.
+  // Taken and not yet published: being generated, or generated and waiting.
   if (in_flight_ || ready_) out.next = std::min(out.next, taken_config_);
-  for (const Candidate& c : candidates_) {
-    if (c.samples > 0) {
-      out.candidates.push_back(c);
-    } else {
-      out.next = std::min(out.next, c.config);
-    }
-  }
+  out.candidates = candidates_;
   out.duplicates = duplicates_;
   out.error = error_;
   return out;
 }
 
+bool CandidateTrials::Progress::Credit(std::uint64_t generation, std::uint64_t interval,
+                                       double seconds) {
+  if (interval >= credit_before) return false;
+  for (Candidate& c : candidates) {
+    if (c.generation == generation) {
+      Sample(c, seconds);
+      return true;
+    }
+  }
+  return false;
+}
+
 void CandidateTrials::Resume(Progress progress) {
-  candidates_ = std::move(progress.candidates);
+  // Never measured on its own sequence's iterations: planned again.
+  candidates_.clear();
   next_ = progress.next;
+  for (Candidate& c : progress.candidates) {
+    if (c.samples > 0) {
+      candidates_.push_back(std::move(c));
+    } else {
+      next_ = std::min(next_, c.config);
+    }
+  }
   duplicates_ = progress.duplicates;
   error_ = std::move(progress.error);
   ready_.reset();

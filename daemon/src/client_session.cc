@@ -376,6 +376,8 @@ void ClientSession::OnTimedInterval(std::uint64_t interval, double seconds,
   // Candidates of an older profile (before a shift) do not stop the next one being timed.
   recorder_.SampleInterval(interval, *generation, compute_s,
                            recorder_.fresh() && !trials_.candidates().empty());
+  // A candidate of a sequence a shift just left, timed after it (PlanMemory).
+  plans_.CreditProgress(*generation, interval, seconds);
   if (trials_.Credit(*generation, seconds, stage() == Stage::kGenPolicy)) {
     spdlog::debug("client {}: candidate generation {} measured {:.6f} s (interval {})",
                   identity_.id, *generation, seconds, interval);

@@ -14,11 +14,11 @@ void PlanMemory::Remember(Plan plan) {
 
 std::vector<PlanMemory::Plan>::iterator PlanMemory::Find(const SequenceKey& sequence,
                                                          std::uint64_t device_limit,
-                                                         std::uint64_t exclusions,
+                                                         std::optional<std::uint64_t> exclusions,
                                                          bool in_progress) {
   return std::find_if(plans_.begin(), plans_.end(), [&](const Plan& p) {
-    return p.sequence == sequence && p.device_limit == device_limit && p.exclusions == exclusions &&
-           p.progress.has_value() == in_progress;
+    return p.sequence == sequence && p.device_limit == device_limit &&
+           (!exclusions || p.exclusions == *exclusions) && p.progress.has_value() == in_progress;
   });
 }
 
@@ -33,14 +33,19 @@ const PlanMemory::Plan* PlanMemory::Recall(const SequenceKey& sequence, std::uin
 }
 
 std::optional<PlanMemory::Plan> PlanMemory::Resume(const SequenceKey& sequence,
-                                                   std::uint64_t device_limit,
-                                                   std::uint64_t exclusions) {
-  const auto it = Find(sequence, device_limit, exclusions, true);
+                                                   std::uint64_t device_limit) {
+  const auto it = Find(sequence, device_limit, std::nullopt, true);
   if (it == plans_.end()) return std::nullopt;
   std::optional<Plan> out(std::move(*it));
   plans_.erase(it);
   ++resumes_;
   return out;
+}
+
+void PlanMemory::CreditProgress(std::uint64_t generation, std::uint64_t interval, double seconds) {
+  for (Plan& p : plans_) {
+    if (p.progress && p.progress->Credit(generation, interval, seconds)) return;
+  }
 }
 
 std::size_t PlanMemory::in_progress() const {

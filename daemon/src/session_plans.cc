@@ -32,9 +32,12 @@ void ClientSession::RememberPlan(const CandidateTrials::Candidate* chosen) {
 bool ClientSession::RecallPlan(const SequenceKey& sequence) {
   // A re-plan in flight is of the plan in force before the shift: it would land on this one.
   if (disabled_ || replan_in_flight_ || plans_.capacity() == 0) return false;
-  const PlanMemory::Plan* plan = plans_.Recall(sequence, DeviceLimit(), exclusions_.version());
-  if (plan == nullptr) return false;
-  // Replacing a sequence's candidates under trial (a variant's, no shift between).
+  const PlanMemory::Plan* hit = plans_.Recall(sequence, DeviceLimit(), exclusions_.version());
+  if (hit == nullptr) return false;
+  // A copy: suspending the planning it replaces (a variant's candidates under trial, no shift
+  // between) remembers that, which may move the memory's entries.
+  const PlanMemory::Plan recalled = *hit;
+  const PlanMemory::Plan* plan = &recalled;
   if (stage() == Stage::kGenPolicy) SuspendPlanning(true);
   stable_sequence_ = sequence;
   variant_repeated_ = false;
@@ -85,6 +88,8 @@ void ClientSession::SuspendPlanning(bool trials) {
   plan.exclusions = exclusions_.version();
   // Candidates are planned only from a timed profile: an untimed one has none to keep.
   plan.progress = trials && recorder_.timed() ? trials_.Suspend() : CandidateTrials::Progress{};
+  // Cut at the iteration that began at the last boundary, the first of another sequence.
+  plan.progress->credit_before = clock_.last_boundary();
   spdlog::info(
       "client {} (pid {}): planning of a sequence of {} ops left before STABLE ({} candidate(s) "
       "measured); it goes on from there if the sequence comes back",
@@ -95,8 +100,7 @@ void ClientSession::SuspendPlanning(bool trials) {
 bool ClientSession::ResumePlanning(const SequenceKey& sequence) {
   if (disabled_ || replan_in_flight_ || plans_.capacity() == 0) return false;
   if (stage() == Stage::kGenPolicy && sequence == profile_sequence_) return false;  // its own
-  std::optional<PlanMemory::Plan> plan =
-      plans_.Resume(sequence, DeviceLimit(), exclusions_.version());
+  std::optional<PlanMemory::Plan> plan = plans_.Resume(sequence, DeviceLimit());
   if (!plan) return false;
   if (stage() == Stage::kGenPolicy) SuspendPlanning(true);
   profile_sequence_ = sequence;

@@ -37,6 +37,7 @@ void ClientSession::OnIteration(const IterationEvent& event) {
   const bool other = stage() != Stage::kStable || !(event.sequence == stable_sequence_);
   variant_repeated_ = stage() == Stage::kStable && other && event.comparison.stable &&
                       event.sequence == last_sequence_;
+  variant_first_ = stage() == Stage::kStable && other && last_sequence_ == stable_sequence_;
   last_sequence_ = event.sequence;
   // A sequence STABLE already chose a plan for: that plan again, now, instead of the stages; one
   // whose planning a shift cut short: its trials go on.
@@ -278,6 +279,10 @@ void ClientSession::RaiseReserve() {
     PlanVariant();
     return;
   }
+  // The first iteration of a variant right after the plan's own sequence: its evictions are not
+  // the reserve's to mend. Run again, the variant is planned (above); a loop whose iterations all
+  // differ a little raises the reserve at the next one, whose predecessor is no longer the plan's.
+  if (variant_first_ && plans_.capacity() != 0) return;
   const policy::GeneratorOptions config = trials_.config(chosen->config);
   const std::uint64_t now = ReserveFor(config, feedback_.level());
   const std::uint64_t next = ReserveFor(config, feedback_.level() + 1);

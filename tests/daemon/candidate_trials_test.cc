@@ -335,9 +335,8 @@ TEST(CandidateTrials, SuspendKeepsTheMeasuredAndPlansTheUnmeasuredAgainOnResume)
   trials.Credit(5, 0.9, true);
   TakeAndAdd(trials, 6, 1.1);  // configuration 1, published, not measured yet
   const CandidateTrials::Progress progress = trials.Suspend();
-  ASSERT_EQ(progress.candidates.size(), 1u);
-  EXPECT_EQ(progress.candidates[0].generation, 5u);
-  EXPECT_EQ(progress.next, 1u) << "configuration 1 is planned again";
+  ASSERT_EQ(progress.candidates.size(), 2u) << "kept: its time may still arrive (Credit)";
+  EXPECT_EQ(progress.next, 2u);
 
   trials.Restart();  // another sequence's trials meanwhile
   TakeAndAdd(trials, 8, 2.0);
@@ -350,6 +349,21 @@ TEST(CandidateTrials, SuspendKeepsTheMeasuredAndPlansTheUnmeasuredAgainOnResume)
   std::uint32_t index = 9;
   trials.Take(&index);
   EXPECT_EQ(index, 1u);
+}
+
+TEST(CandidateTrials, ASuspendedCandidateIsCreditedOnlyForIntervalsBeforeTheShift) {
+  CandidateTrials trials(ThreeConfigs());
+  trials.Restart();
+  TakeAndAdd(trials, 5, 1.0);
+  CandidateTrials::Progress progress = trials.Suspend();
+  progress.credit_before = 20;  // the other sequence's first iteration began at boundary 20
+  EXPECT_FALSE(progress.Credit(5, 20, 0.5)) << "ran the other sequence";
+  EXPECT_FALSE(progress.Credit(6, 19, 0.5)) << "no such candidate";
+  EXPECT_TRUE(progress.Credit(5, 19, 0.7));
+  trials.Restart();
+  trials.Resume(progress);
+  ASSERT_EQ(trials.candidates().size(), 1u) << "measured late, so kept";
+  EXPECT_DOUBLE_EQ(trials.candidates()[0].measured_s, 0.7);
 }
 
 TEST(CandidateTrials, ACandidateBeingGeneratedWhenSuspendedIsPlannedAgain) {

@@ -57,15 +57,21 @@ class CandidateTrials {
   /// already published keep theirs (their measurements stay comparable to their predictions).
   void SetConfigs(std::vector<policy::GeneratorOptions> configs) { configs_ = std::move(configs); }
   /// What GEN_POLICY has measured of one sequence, kept while another runs (PlanMemory): the
-  /// measured candidates and the next configuration to plan. A candidate not measured yet, one
-  /// being generated and one waiting to be published are planned again on the return (`next`
-  /// goes back to the first of their configurations): the same profile and configuration plan
-  /// the same swaps, and what was not measured on this sequence's own iterations tells nothing.
+  /// candidates published and the next configuration to plan. One being generated or waiting to
+  /// be published is planned again on the return (`next` goes back to its configuration), and so
+  /// is one still unmeasured then (Resume): the same profile and configuration plan the same
+  /// swaps, and only this sequence's own iterations measure it.
   struct Progress {
     std::vector<Candidate> candidates;
     std::uint32_t next = 0;
     std::uint32_t duplicates = 0;
     std::string error;
+    /// Intervals that began before this boundary ran the suspended sequence: the device time of
+    /// the last ones arrives after the shift that suspended it (Credit).
+    std::uint64_t credit_before = 0;
+    /// A device-timed interval that began at boundary `interval`, run entirely under
+    /// `generation`: credited to that candidate if it ran this sequence. True when credited.
+    bool Credit(std::uint64_t generation, std::uint64_t interval, double seconds);
   };
 
   /// A new stable sequence: every configuration is tried again.

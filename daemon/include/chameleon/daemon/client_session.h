@@ -251,9 +251,10 @@ class ClientSession {
   // The exact sequence of the recorder's profile (its detailed iteration), empty when unknown:
   // what a plan from it is remembered under, since its anchors bind exactly there.
   SequenceKey profile_sequence_;
-  bool variant_repeated_ = false;    // STABLE, and the last two iterations ran one other sequence
-  std::uint64_t variant_plans_ = 0;  // PlanVariant() calls
-  bool replan_in_flight_ = false;    // a re-plan is with a worker (InstallCandidate routes it)
+  bool variant_repeated_ = false;  // STABLE, and the last two iterations ran one other sequence
+  bool variant_first_ = false;  // STABLE, the last iteration another sequence, the one before its
+  std::uint64_t variant_plans_ = 0;       // PlanVariant() calls
+  bool replan_in_flight_ = false;         // a re-plan is with a worker (InstallCandidate routes it)
   std::uint64_t last_reserve_bytes_ = 0;  // the reserve of the last plan generated
   StageHold hold_;
   PolicyPublisher publisher_;

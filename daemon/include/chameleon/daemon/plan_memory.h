@@ -15,10 +15,10 @@
 // swaps). Anything else is a miss, and the stages run as before.
 //
 // A sequence left before STABLE chose its plan keeps what planning learned so far (a plan in
-// progress: its timed profile and the candidates measured, CandidateTrials::Progress), under the
-// same conditions; when it comes back, GEN_POLICY goes on from there (ClientSession::
-// ResumePlanning) instead of starting again. Without that, a loop whose sequences alternate
-// faster than m + n + 3 iterations never reaches STABLE in any of them.
+// progress: its profile and the candidates measured, CandidateTrials::Progress), under the same
+// sequence and limit (any exclusion version: see Resume); when it comes back, GEN_POLICY goes on
+// from there (ClientSession:: ResumePlanning) instead of starting again. Without that, a loop whose
+// sequences alternate faster than m + n + 3 iterations never reaches STABLE in any of them.
 //
 // Bounded (least recently used goes first). Not thread-safe: only the loop thread touches it.
 #pragma once
@@ -60,11 +60,15 @@ class PlanMemory {
   /// nullptr. A hit counts as a use (it is kept longest) and as a recall.
   const Plan* Recall(const SequenceKey& sequence, std::uint64_t device_limit,
                      std::uint64_t exclusions);
-  /// The plan in progress remembered for `sequence` under the same limit and exclusion version,
-  /// taken out of the memory (its trials are live again; Remember it when left again), or
-  /// nullopt. A hit counts as a resume.
-  std::optional<Plan> Resume(const SequenceKey& sequence, std::uint64_t device_limit,
-                             std::uint64_t exclusions);
+  /// The plan in progress remembered for `sequence` under the same limit, taken out of the
+  /// memory (its trials are live again; Remember it when left again), or nullopt. A hit counts
+  /// as a resume. Any exclusion version: the profile holds every tensor and the next candidates
+  /// are planned under the exclusions then; those planned before compete only when no other
+  /// does (CandidateTrials::Best).
+  std::optional<Plan> Resume(const SequenceKey& sequence, std::uint64_t device_limit);
+  /// A device-timed interval (CandidateTrials::Progress::Credit) for the plans in progress: the
+  /// last iteration of a sequence a shift left is timed after the shift.
+  void CreditProgress(std::uint64_t generation, std::uint64_t interval, double seconds);
   /// Forgets every plan (the boundary or the options changed); the recall count stays.
   void Clear() { plans_.clear(); }
   /// A new capacity (live options): the least recently used go if there are too many.
@@ -79,8 +83,9 @@ class PlanMemory {
 
  private:
   void Trim();
+  /// `exclusions` nullopt: any version.
   std::vector<Plan>::iterator Find(const SequenceKey& sequence, std::uint64_t device_limit,
-                                   std::uint64_t exclusions, bool in_progress);
+                                   std::optional<std::uint64_t> exclusions, bool in_progress);
 
   std::size_t capacity_;
   std::vector<Plan> plans_;  // least recently used first
