@@ -17,7 +17,7 @@
 // A sequence left before STABLE chose its plan keeps what planning learned so far (a plan in
 // progress: its profile and the candidates measured, CandidateTrials::Progress), under the same
 // sequence and limit (any exclusion version: see Resume); when it comes back, GEN_POLICY goes on
-// from there (ClientSession:: ResumePlanning) instead of starting again. Without that, a loop whose
+// from there (ClientSession::ResumePlanning) instead of starting again. Without that, a loop whose
 // sequences alternate faster than m + n + 3 iterations never reaches STABLE in any of them.
 //
 // Bounded (least recently used goes first). Not thread-safe: only the loop thread touches it.
