@@ -107,6 +107,9 @@ class PointerTargetsTest : public DaemonTest {
 };
 
 TEST_F(PointerTargetsTest, AReportedTargetIsExcludedNowAndWhenAllocatedAfresh) {
+  // The return after the shift must profile afresh (new allocation ids), not go on from the
+  // profile its planning had before the shift (PlanMemory's plans in progress).
+  options_.remembered_plans = 0;
   StartDaemon();
   LoopSpec spec;
   // Control: without a report, the first candidate swaps some activation; its key is `key`, its

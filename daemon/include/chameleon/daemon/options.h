@@ -100,7 +100,8 @@ struct DaemonOptions {
   /// Plans STABLE chose that each client keeps, one per op sequence, so that a sequence coming
   /// back after a shift has its plan again at once (PlanMemory; docs/detection.md, "Remembered
   /// plans"), and so that a repeated variant of a sequence under which its plan evicts gets a plan
-  /// of its own. 0: neither (every return goes through the stages, a variant raises the reserve).
+  /// of its own; plans in progress a shift cut short count too, resumed on the return. 0: none of
+  /// these (every return goes through the stages, a variant raises the reserve).
   /// YAML `policy.remembered_plans`.
   std::uint32_t remembered_plans = 8;
   std::vector<DeviceLimit> device_limits;  ///< unique indices (the config reader checks)
