@@ -163,7 +163,6 @@ class ClientSession {
   /// The plan in force ran short under a repeated variant of its sequence: GEN_POLICY again, to
   /// plan the variant as a sequence of its own (remembered under its own key).
   void PlanVariant();
-
   /// The reserve a plan of configuration `config` keeps at feedback `level`, under this client's
   /// limit and the chunk size its plans use.
   std::uint64_t ReserveFor(policy::GeneratorOptions config, std::uint32_t level) const;
@@ -246,13 +245,16 @@ class ClientSession {
   CandidateTrials trials_;
   ReserveFeedback feedback_;
   PlanMemory plans_;
-  SequenceKey stable_sequence_;  // the op sequence of the iteration STABLE was last entered at
-  SequenceKey last_sequence_;    // of the last iteration cut
+  // The op sequence the plan in force was remembered under: its profile's (profile_sequence_),
+  // or, unknown, that of the iteration STABLE was entered at.
+  SequenceKey stable_sequence_;
+  SequenceKey last_sequence_;  // of the last iteration cut
   // The exact sequence of the recorder's profile (its detailed iteration), empty when unknown:
   // what a plan from it is remembered under, since its anchors bind exactly there.
   SequenceKey profile_sequence_;
   bool variant_repeated_ = false;  // STABLE, and the last two iterations ran one other sequence
-  bool variant_first_ = false;  // STABLE, the last iteration another sequence, the one before its
+  // STABLE, the last iteration ran another sequence and the one before it the plan's own.
+  bool variant_first_ = false;
   std::uint64_t variant_plans_ = 0;       // PlanVariant() calls
   bool replan_in_flight_ = false;         // a re-plan is with a worker (InstallCandidate routes it)
   std::uint64_t last_reserve_bytes_ = 0;  // the reserve of the last plan generated
