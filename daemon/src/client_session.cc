@@ -307,7 +307,8 @@ void ClientSession::ForgetProfile() {
   // (issue 18: six candidates planned from a 20-op layer, all refused).
   recorder_.Forget();
   trials_.Restart();
-  plans_.Clear();  // their anchors count ops from the old boundary
+  plans_.Clear();      // their anchors count ops from the old boundary
+  predictor_.Clear();  // and the keys name sequences cut at it
 }
 
 void ClientSession::HandleMark(const ipc::IterationMarkRecord& mark, std::uint16_t flags) {

@@ -74,11 +74,12 @@ void ReadDetection(ConfigReader& r, const YAML::Node& n, ServiceConfig* c) {
 void ReadPolicy(ConfigReader& r, const YAML::Node& n, ServiceConfig* c) {
   static constexpr const char* kPath = "policy";
   if (!n.IsDefined() ||
-      !r.CheckMap(n, kPath,
-                  {"size_weight", "prefetch_margin", "host_bandwidth_bytes_per_s",
-                   "device_to_host_bytes_per_s", "host_to_device_bytes_per_s", "link_efficiency",
-                   "full_duplex", "min_swap_bytes", "cross_iteration", "layers_per_phase",
-                   "chunk_bytes", "reserve_bytes", "reserve_feedback", "remembered_plans"})) {
+      !r.CheckMap(
+          n, kPath,
+          {"size_weight", "prefetch_margin", "host_bandwidth_bytes_per_s",
+           "device_to_host_bytes_per_s", "host_to_device_bytes_per_s", "link_efficiency",
+           "full_duplex", "min_swap_bytes", "cross_iteration", "layers_per_phase", "chunk_bytes",
+           "reserve_bytes", "reserve_feedback", "remembered_plans", "predict_switches"})) {
     return;
   }
   policy::GeneratorOptions& p = c->daemon.policy;
@@ -98,6 +99,7 @@ void ReadPolicy(ConfigReader& r, const YAML::Node& n, ServiceConfig* c) {
   r.Bytes(n, kPath, "reserve_bytes", 0, &p.reserve_bytes);
   r.Bool(n, kPath, "reserve_feedback", &c->daemon.reserve_feedback);
   r.Unsigned32(n, kPath, "remembered_plans", 0, 1024, &c->daemon.remembered_plans);
+  r.Bool(n, kPath, "predict_switches", &c->daemon.predict_switches);
 }
 
 void ReadDevices(ConfigReader& r, const YAML::Node& n, ServiceConfig* c) {

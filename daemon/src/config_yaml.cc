@@ -70,6 +70,7 @@ void EmitPolicy(YAML::Emitter& out, const ServiceConfig& c) {
   out << YAML::Key << "reserve_bytes" << YAML::Value << p.reserve_bytes;
   out << YAML::Key << "reserve_feedback" << YAML::Value << c.daemon.reserve_feedback;
   out << YAML::Key << "remembered_plans" << YAML::Value << c.daemon.remembered_plans;
+  out << YAML::Key << "predict_switches" << YAML::Value << c.daemon.predict_switches;
   out << YAML::EndMap;
   out << YAML::Key << "devices" << YAML::Value << YAML::BeginSeq;
   for (const DeviceLimit& d : c.daemon.device_limits) {

@@ -133,6 +133,18 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                                "Sequences whose planning a shift cut short that came back, their "
                                "candidate trials going on from what they had measured")
                            .Register(r);
+  predicted_switches_ = &BuildCounter()
+                             .Name("chameleon_policy_predicted_switches_total")
+                             .Help(
+                                 "Plans of another op sequence published ahead of it, because "
+                                 "the order of the iterations so far says it runs next but one")
+                             .Register(r);
+  predicted_misses_ = &BuildCounter()
+                           .Name("chameleon_policy_predicted_switches_missed_total")
+                           .Help(
+                               "Of the predicted switches: the iteration they were published "
+                               "for ran another sequence")
+                           .Register(r);
   variant_plans_ = &BuildCounter()
                         .Name("chameleon_policy_variant_plans_total")
                         .Help(
@@ -206,6 +218,8 @@ SlotMetrics& Metrics::Slot(std::uint32_t slot) {
   m.reserve_raises = &reserve_raises_->Add(labels);
   m.plan_recalls = &plan_recalls_->Add(labels);
   m.planning_resumes = &planning_resumes_->Add(labels);
+  m.predicted_switches = &predicted_switches_->Add(labels);
+  m.predicted_misses = &predicted_misses_->Add(labels);
   m.variant_plans = &variant_plans_->Add(labels);
   m.reserve_bytes = &reserve_bytes_->Add(labels);
   m.drained = &drained_->Add(labels);

@@ -17,9 +17,15 @@ std::vector<PlanMemory::Plan>::iterator PlanMemory::Find(const SequenceKey& sequ
                                                          std::optional<std::uint64_t> exclusions,
                                                          bool in_progress) {
   return std::find_if(plans_.begin(), plans_.end(), [&](const Plan& p) {
-    return p.sequence == sequence && p.device_limit == device_limit &&
-           (!exclusions || p.exclusions == *exclusions) && p.progress.has_value() == in_progress;
+    return Matches(p, sequence, device_limit, exclusions, in_progress);
   });
+}
+
+bool PlanMemory::Matches(const Plan& plan, const SequenceKey& sequence, std::uint64_t device_limit,
+                         std::optional<std::uint64_t> exclusions, bool in_progress) {
+  return plan.sequence == sequence && plan.device_limit == device_limit &&
+         (!exclusions || plan.exclusions == *exclusions) &&
+         plan.progress.has_value() == in_progress;
 }
 
 const PlanMemory::Plan* PlanMemory::Recall(const SequenceKey& sequence, std::uint64_t device_limit,
@@ -30,6 +36,14 @@ const PlanMemory::Plan* PlanMemory::Recall(const SequenceKey& sequence, std::uin
   std::rotate(it, it + 1, plans_.end());
   ++recalls_;
   return &plans_.back();
+}
+
+const PlanMemory::Plan* PlanMemory::Peek(const SequenceKey& sequence, std::uint64_t device_limit,
+                                         std::uint64_t exclusions) const {
+  const auto it = std::find_if(plans_.begin(), plans_.end(), [&](const Plan& p) {
+    return Matches(p, sequence, device_limit, exclusions, false);
+  });
+  return it == plans_.end() ? nullptr : &*it;
 }
 
 std::optional<PlanMemory::Plan> PlanMemory::Resume(const SequenceKey& sequence,

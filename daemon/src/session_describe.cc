@@ -113,9 +113,11 @@ void ClientSession::Describe(bool detailed, nlohmann::json* out) const {
                        {"feedback", options_.reserve_feedback},
                        {"watched_generation", feedback_.watched()}};
   // Plans chosen per op sequence, recalled when a sequence comes back (PlanMemory).
-  policy["remembered"] = {{"plans", plans_.size()},        {"in_progress", plans_.in_progress()},
-                          {"capacity", plans_.capacity()}, {"recalls", plans_.recalls()},
-                          {"resumes", plans_.resumes()},   {"variants", variant_plans_}};
+  policy["remembered"] = {
+      {"plans", plans_.size()},           {"in_progress", plans_.in_progress()},
+      {"capacity", plans_.capacity()},    {"recalls", plans_.recalls()},
+      {"resumes", plans_.resumes()},      {"variants", variant_plans_},
+      {"predicted", predicted_switches_}, {"predicted_missed", predicted_misses_}};
   j["policy"] = policy;
   j["pointer_targets"] = exclusions_.Json();
   j["planned_device"] = device_view_.Json();

@@ -2,7 +2,9 @@
 // when their sequence comes back, and the variants of a sequence that get a plan of their own
 // (docs/detection.md, "Remembered plans"). OnIteration (session_policy.cc) recalls a plan, or
 // resumes one in progress, whenever an iteration runs another exact sequence than the one in
-// force; RaiseReserve asks for PlanVariant when the plan in force evicts under a repeated variant.
+// force; RaiseReserve asks for PlanVariant when the plan in force evicts under a repeated variant;
+// PredictSwitch publishes a remembered plan ahead of its sequence where the loop runs a schedule
+// (docs/detection.md, "Switching ahead of a schedule").
 #include <spdlog/spdlog.h>
 
 #include <memory>
@@ -44,12 +46,16 @@ bool ClientSession::RecallPlan(const SequenceKey& sequence) {
   IterationTracker& tracker = *loop_.tracker();
   const StageStep step = tracker.ResumeStable();
   const CandidateTrials::Candidate* chosen = plan->chosen ? &*plan->chosen : nullptr;
+  // Published ahead of this iteration (PredictSwitch) and still the latest: in force already.
+  const bool ahead = predicted_.generation != 0 &&
+                     predicted_.generation == publisher_.generation() &&
+                     predicted_.sequence == sequence;
   spdlog::info(
       "client {} (pid {}): iteration {} repeats a sequence seen before ({} ops); the plan chosen "
-      "for it ({} swaps) is in force again; stage {} -> {}",
+      "for it ({} swaps) is in force again{}; stage {} -> {}",
       identity_.id, identity_.pid, tracker.iterations(), sequence.ops,
-      chosen != nullptr ? chosen->policy.entries.size() : 0, StageName(step.before),
-      StageName(step.after));
+      chosen != nullptr ? chosen->policy.entries.size() : 0,
+      ahead ? " (published ahead of it)" : "", StageName(step.before), StageName(step.after));
   slot_metrics_->plan_recalls->Increment();
   slot_metrics_->stage->Set(static_cast<double>(step.after));
   // A re-plan of it (ReserveFeedback) starts from the profile it was planned from.
@@ -57,8 +63,71 @@ bool ClientSession::RecallPlan(const SequenceKey& sequence) {
   profile_sequence_ = plan->profile ? sequence : SequenceKey{};
   trials_.Restart();       // the candidates tried were another sequence's
   feedback_.Replanning();  // a re-plan wanted for the plan before the shift is moot
-  PublishChosen(chosen);   // as STABLE republishes the candidate it chose
+  if (ahead) {
+    KeepChosen(chosen, predicted_.generation);
+  } else {
+    PublishChosen(chosen);  // as STABLE republishes the candidate it chose
+  }
+  predicted_.generation = 0;  // the plan of the sequence in force from here
   return true;
+}
+
+void ClientSession::ScorePrediction(const IterationEvent& event) {
+  if (predicted_.iteration == 0 || event.index < predicted_.iteration) return;
+  // An iteration lost at a boundary (discarded) may skip the one predicted: not scored.
+  if (event.index == predicted_.iteration && !(event.sequence == predicted_.sequence)) {
+    ++predicted_misses_;
+    slot_metrics_->predicted_misses->Increment();
+  }
+  predicted_.iteration = 0;
+}
+
+void ClientSession::PredictSwitch(const IterationEvent& event) {
+  // GEN_POLICY: the mailbox carries the candidates on trial.
+  if (!options_.predict_switches || disabled_ || replan_in_flight_ || plans_.capacity() == 0 ||
+      stage() == Stage::kGenPolicy) {
+    return;
+  }
+  // A plan published at this cut is installed at the boundary after the next one: the shim is
+  // already in the iteration after the one just cut (kPredictAhead).
+  const bool ahead_in_force =
+      predicted_.generation != 0 && predicted_.generation == publisher_.generation();
+  const std::optional<SequenceKey> next = predictor_.Next();
+  if (stage() == Stage::kWarmup) {
+    // A shift to a sequence with no plan (a skipped optimizer step) published none. Where the
+    // schedule says a planned sequence runs next but one, its plan is better than none there.
+    if (next && !(ahead_in_force && predicted_.sequence == *next)) PublishAhead(*next, event);
+    return;
+  }
+  const SequenceKey& in_force = ahead_in_force ? predicted_.sequence : stable_sequence_;
+  // No prediction: keep one published for an iteration still to come, else the sequence in force.
+  const bool pending = ahead_in_force && predicted_.iteration > event.index;
+  const SequenceKey wanted = next ? *next : pending ? predicted_.sequence : stable_sequence_;
+  if (wanted == in_force) return;
+  if (wanted == stable_sequence_) {
+    // The switch published ahead did not come (or is no longer predicted): the plan in force
+    // before it, again. A copy: KeepChosen replaces the chosen candidate it points to.
+    const std::optional<CandidateTrials::Candidate> chosen =
+        trials_.chosen() ? std::optional(*trials_.chosen()) : std::nullopt;
+    PublishChosen(chosen ? &*chosen : nullptr);
+    predicted_.generation = 0;
+    return;
+  }
+  PublishAhead(wanted, event);
+}
+
+void ClientSession::PublishAhead(const SequenceKey& sequence, const IterationEvent& event) {
+  const PlanMemory::Plan* plan = plans_.Peek(sequence, DeviceLimit(), exclusions_.version());
+  if (plan == nullptr || !plan->chosen) return;  // not planned (yet): the recall, when it runs
+  Publish(&plan->chosen->policy);
+  predicted_ = {sequence, publisher_.generation(), event.index + kPredictAhead};
+  ++predicted_switches_;
+  slot_metrics_->predicted_switches->Increment();
+  spdlog::debug(
+      "client {} (pid {}): iteration {} is expected to run the sequence of {} ops; its plan "
+      "({} swaps) published ahead as generation {}",
+      identity_.id, identity_.pid, event.index + kPredictAhead, sequence.ops,
+      plan->chosen->policy.entries.size(), publisher_.generation());
 }
 
 void ClientSession::NoteProfileSequence(const policy::Profile* before) {

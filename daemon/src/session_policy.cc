@@ -16,6 +16,8 @@ namespace chameleon::daemon {
 
 void ClientSession::OnIteration(const IterationEvent& event) {
   if (event.discarded) return;
+  predictor_.Observe(event.sequence);
+  ScorePrediction(event);
   slot_metrics_->iteration_ops->Set(double(event.ops));
   if (event.step.shift) {
     spdlog::info(
@@ -43,11 +45,13 @@ void ClientSession::OnIteration(const IterationEvent& event) {
   // whose planning a shift cut short: its trials go on.
   if (other && event.comparison.has_previous &&
       (RecallPlan(event.sequence) || ResumePlanning(event.sequence))) {
+    PredictSwitch(event);
     return;
   }
   if (event.step.changed()) OnStageChange(event.step);
   if (stage() == Stage::kGenPolicy) trials_.StepPassed();
   if (stage() == Stage::kWarmup && event.comparison.stable) ProfileDuringWarmup();
+  PredictSwitch(event);
 }
 
 void ClientSession::ProfileDuringWarmup() {
@@ -106,11 +110,15 @@ void ClientSession::OnStageChange(const StageStep& step) {
 
 void ClientSession::PublishChosen(const CandidateTrials::Candidate* chosen) {
   Publish(chosen != nullptr ? &chosen->policy : nullptr);
-  // Iterations under the republished policy keep measuring the chosen one ...
-  trials_.Choose(chosen, chosen != nullptr ? publisher_.generation() : 0);
+  KeepChosen(chosen, publisher_.generation());
+}
+
+void ClientSession::KeepChosen(const CandidateTrials::Candidate* chosen, std::uint64_t generation) {
+  // Iterations under the published policy keep measuring the chosen one ...
+  trials_.Choose(chosen, chosen != nullptr ? generation : 0);
   // ... and tell whether its reserve is enough (a plan with no swaps needs none).
   const bool swaps = chosen != nullptr && !chosen->policy.entries.empty();
-  feedback_.Watch(swaps ? publisher_.generation() : 0);
+  feedback_.Watch(swaps ? generation : 0);
 }
 
 void ClientSession::ReportEmptyStable(const CandidateTrials::Candidate* best) {
@@ -234,6 +242,7 @@ void ClientSession::Republish() {
   if (base && publisher_.generation() != from) {
     trials_.Republished(from, publisher_.generation());
     if (feedback_.watched() == from) feedback_.Watch(publisher_.generation());
+    if (predicted_.generation == from) predicted_.generation = publisher_.generation();
   }
 }
 

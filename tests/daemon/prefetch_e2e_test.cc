@@ -202,13 +202,15 @@ TEST_F(PrefetchE2ETest, ASequenceThatComesBackHasItsPlanInForceAgainAtOnce) {
 // each switch a shift, so no phase lasts long enough to reach STABLE from WARMUP. What planning
 // learned of a sequence (its profile, the candidates measured) waits in PlanMemory while the
 // other runs, and its trials go on when it comes back, so that both reach STABLE and are recalled
-// from then on (docs/detection.md, "Remembered plans"). Without that, neither ever does.
+// from then on (docs/detection.md, "Remembered plans"). Without that, neither ever does. Once
+// both have plans and the schedule ran twice, the daemon publishes each plan ahead of its phase
+// (docs/detection.md, "Switching ahead of a schedule"), and the schedule's guesses come true.
 TEST_F(PrefetchE2ETest, SequencesAlternatingFasterThanTheStagesStillReachStable) {
   std::vector<std::string> args = kSmallTrainer;
-  args.insert(args.end(), {"--steps", "48", "--dynamic", "4"});
+  args.insert(args.end(), {"--steps", "96", "--dynamic", "4"});
   const RunOutput plain = Run("resume.plain", args, PlainEnv());
   StartDaemon();
-  int resumes = 0;
+  int resumes = 0, predicted = 0, missed = 0;
   std::size_t chosen = 0;  // plans STABLE chose, one per sequence
   const RunOutput limited =
       RunSampled("resume", args, LimitedEnv(Number(plain.out, "peak") / 4 * 3, "resume"),
@@ -217,10 +219,14 @@ TEST_F(PrefetchE2ETest, SequencesAlternatingFasterThanTheStagesStillReachStable)
                    resumes = std::max(resumes, r["resumes"].get<int>());
                    chosen = std::max(
                        chosen, r["plans"].get<std::size_t>() - r["in_progress"].get<std::size_t>());
+                   predicted = std::max(predicted, r["predicted"].get<int>());
+                   missed = std::max(missed, r["predicted_missed"].get<int>());
                  });
   ExpectIdentical(limited, plain);
   EXPECT_GE(resumes, 1);
   EXPECT_GE(chosen, 2u);
+  EXPECT_GE(predicted, 1);
+  EXPECT_LT(missed, predicted);
 }
 
 // A variant the comparison calls stable: the model-shaped trainer's auxiliary branch adds two

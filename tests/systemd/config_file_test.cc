@@ -61,7 +61,7 @@ policy: {size_weight: 1.5, prefetch_margin: 0.25, host_bandwidth_bytes_per_s: 12
          device_to_host_bytes_per_s: 4.68e10, host_to_device_bytes_per_s: 5.48e10,
          link_efficiency: 0.5, full_duplex: no, min_swap_bytes: 2MiB, cross_iteration: false,
          layers_per_phase: 16, chunk_bytes: 4MiB, reserve_bytes: 8MiB, reserve_feedback: no,
-         remembered_plans: 3}
+         remembered_plans: 3, predict_switches: false}
 devices: [{index: 0, memory_limit: 1.5GiB}, {index: 3, memory_limit: 512MB}]
 log: {level: debug}
 )";
@@ -103,6 +103,7 @@ log: {level: debug}
   EXPECT_EQ(c.daemon.policy.reserve_bytes, 8u << 20);
   EXPECT_FALSE(c.daemon.reserve_feedback);
   EXPECT_EQ(c.daemon.remembered_plans, 3u);
+  EXPECT_FALSE(c.daemon.predict_switches);
   ASSERT_EQ(c.daemon.device_limits.size(), 2u);
   EXPECT_EQ(c.daemon.device_limits[0].index, 0u);
   EXPECT_EQ(c.daemon.device_limits[0].limit_bytes, 1610612736u);
@@ -131,6 +132,7 @@ TEST(ConfigFileTest, ToYamlRoundTripsEveryField) {
   c.daemon.policy.size_weight = 3.25;
   c.daemon.policy.full_duplex = false;
   c.daemon.remembered_plans = 0;
+  c.daemon.predict_switches = false;
   c.daemon.device_limits = {{2, 123456789}, {0, 99}};
   c.log_level = "warn";
   const ConfigResult back = ParseConfigText(ToYaml(c), "roundtrip");
@@ -140,6 +142,7 @@ TEST(ConfigFileTest, ToYamlRoundTripsEveryField) {
   EXPECT_EQ(back.config.daemon.device_limits[0].limit_bytes, 123456789u);
   EXPECT_EQ(back.config.daemon.metrics_listen, "");
   EXPECT_EQ(back.config.daemon.remembered_plans, 0u);
+  EXPECT_FALSE(back.config.daemon.predict_switches);
 }
 
 TEST(ConfigFileTest, CollectsEveryErrorNotJustTheFirst) {
@@ -172,7 +175,7 @@ TEST(ConfigFileTest, KnowsEveryOptionField) {
   EXPECT_EQ(sizeof(DetectionOptions), 80u) << "DetectionOptions changed: update the config file";
   // DaemonOptions::deduplicate_candidates is not a config key either: turning it off exists for
   // comparison with the paper's behaviour and for tests that need one generation per config.
-  EXPECT_EQ(sizeof(DaemonOptions), 448u) << "DaemonOptions changed: update the config file";
+  EXPECT_EQ(sizeof(DaemonOptions), 456u) << "DaemonOptions changed: update the config file";
   // GeneratorOptions::release_at_issue is not a config key: the daemon always plans for the
   // shim's executor, which releases memory when transfers are issued (session_policy.cc).
   EXPECT_EQ(sizeof(policy::GeneratorOptions), 104u)
@@ -322,6 +325,8 @@ constexpr BadCase kBadCases[] = {
     {"policy: {link_efficiency: 0}",
      "policy.link_efficiency: expected a number in (0, 1], got '0'"},
     {"policy: {full_duplex: maybe}", "policy.full_duplex: expected true or false, got 'maybe'"},
+    {"policy: {predict_switches: maybe}",
+     "policy.predict_switches: expected true or false, got 'maybe'"},
     {"policy: {min_swap_bytes: 12 parsecs}",
      "policy.min_swap_bytes: expected a byte size >= 0 (bytes, optionally with B, k/K, kB/KB, "
      "M(B), G(B), T(B) (powers of 1000) or KiB, MiB, GiB, "

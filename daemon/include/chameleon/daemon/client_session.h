@@ -10,6 +10,7 @@
 //   CandidateTrials   GEN_POLICY's candidates, their measurements, the one STABLE chose
 //   ReserveFeedback   the plan's reserve, raised when the chosen plan evicts in steady state
 //   PlanMemory        the plans STABLE chose per op sequence, recalled when a sequence returns
+//   SequencePredictor which sequence runs next but one, so a recalled plan can be published ahead
 //   StageHold         GEN_POLICY held past stage_n while candidates are measured
 //   PolicyPublisher   the client's policy mailbox
 //
@@ -50,6 +51,7 @@
 #include "chameleon/daemon/policy_publisher.h"
 #include "chameleon/daemon/profile_recorder.h"
 #include "chameleon/daemon/reserve_feedback.h"
+#include "chameleon/daemon/sequence_predictor.h"
 #include "chameleon/daemon/stage_hold.h"
 #include "chameleon/daemon/swap_traffic.h"
 #include "chameleon/ipc/event_ring.h"
@@ -177,6 +179,21 @@ class ClientSession {
   /// (measured under its generation) and watched by ReserveFeedback when it swaps. On entering
   /// STABLE and on recalling a remembered plan.
   void PublishChosen(const CandidateTrials::Candidate* chosen);
+  /// The second half of PublishChosen, for a plan already published as `generation` (one
+  /// published ahead of its sequence, PredictSwitch).
+  void KeepChosen(const CandidateTrials::Candidate* chosen, std::uint64_t generation);
+  /// At STABLE: where the predictor says another sequence with a remembered plan runs next but
+  /// one, that plan is published now (the shim is already in the next iteration and installs it
+  /// at the boundary after), and the iteration's recall keeps it instead of publishing it again;
+  /// where it no longer says so, the plan of the sequence in force comes back. In WARMUP (a shift
+  /// to a sequence without a plan): the predicted sequence's plan rather than none
+  /// (session_plans.cc).
+  void PredictSwitch(const IterationEvent& event);
+  /// Publishes the remembered plan of `sequence`, expected kPredictAhead iterations after
+  /// `event`'s, if there is one (predicted_).
+  void PublishAhead(const SequenceKey& sequence, const IterationEvent& event);
+  /// Counts a prediction whose iteration `event` is: it ran another sequence (a miss).
+  void ScorePrediction(const IterationEvent& event);
   /// STABLE chose `chosen` (nullptr: none), or re-planned it: PlanMemory keeps it under the
   /// sequence STABLE was entered with (stable_sequence_), so a re-plan made while a near variant
   /// of it runs (similar enough not to be a shift) replaces the plan of that sequence.
@@ -245,6 +262,20 @@ class ClientSession {
   CandidateTrials trials_;
   ReserveFeedback feedback_;
   PlanMemory plans_;
+  // Every iteration cut since the boundary was set; guesses for the iteration a plan published now
+  // is installed at (PredictSwitch).
+  static constexpr std::size_t kPredictAhead = 2;
+  SequencePredictor predictor_{kPredictAhead};
+  // A plan published ahead of its sequence (PredictSwitch): the sequence, the generation it was
+  // published as (no longer in force once another is published) and the iteration it is for
+  // (0: scored, ScorePrediction).
+  struct Predicted {
+    SequenceKey sequence;
+    std::uint64_t generation = 0;
+    std::uint64_t iteration = 0;
+  } predicted_;
+  std::uint64_t predicted_switches_ = 0;
+  std::uint64_t predicted_misses_ = 0;
   // The op sequence the plan in force was remembered under: its profile's (profile_sequence_),
   // or, unknown, that of the iteration STABLE was entered at.
   SequenceKey stable_sequence_;

@@ -69,6 +69,11 @@ struct SlotMetrics {
   /// A sequence whose planning a shift cut short came back and its trials went on from what
   /// they had measured (PlanMemory).
   prometheus::Counter* planning_resumes;
+  /// A remembered plan of another sequence was published ahead of it: the order of the
+  /// iterations so far says that sequence runs next but one (SequencePredictor) ...
+  prometheus::Counter* predicted_switches;
+  /// ... and that iteration ran another one.
+  prometheus::Counter* predicted_misses;
   /// The plan in force evicted under a repeated variant of its sequence (not a shift), which was
   /// then planned as a sequence of its own.
   prometheus::Counter* variant_plans;
@@ -148,6 +153,8 @@ class Metrics {
   Family<prometheus::Counter>* reserve_raises_;
   Family<prometheus::Counter>* plan_recalls_;
   Family<prometheus::Counter>* planning_resumes_;
+  Family<prometheus::Counter>* predicted_switches_;
+  Family<prometheus::Counter>* predicted_misses_;
   Family<prometheus::Counter>* variant_plans_;
   Family<prometheus::Gauge>* reserve_bytes_;
   Family<prometheus::Counter>* drained_;

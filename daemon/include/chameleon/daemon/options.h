@@ -104,6 +104,11 @@ struct DaemonOptions {
   /// these (every return goes through the stages, a variant raises the reserve).
   /// YAML `policy.remembered_plans`.
   std::uint32_t remembered_plans = 8;
+  /// Where the order of a client's iterations so far says which sequence runs next but one
+  /// (SequencePredictor: a schedule of phases), its remembered plan is published ahead of it,
+  /// so the switch lands on the iteration instead of two later (docs/detection.md, "Switching
+  /// ahead of a schedule"). Needs remembered_plans. YAML `policy.predict_switches`.
+  bool predict_switches = true;
   std::vector<DeviceLimit> device_limits;  ///< unique indices (the config reader checks)
   LendingOptions lending;
 };

@@ -60,6 +60,10 @@ class PlanMemory {
   /// nullptr. A hit counts as a use (it is kept longest) and as a recall.
   const Plan* Recall(const SequenceKey& sequence, std::uint64_t device_limit,
                      std::uint64_t exclusions);
+  /// The plan Recall would give, without counting a use or a recall (a plan published ahead of
+  /// its sequence, ClientSession::PredictSwitch: it is recalled when the sequence runs).
+  const Plan* Peek(const SequenceKey& sequence, std::uint64_t device_limit,
+                   std::uint64_t exclusions) const;
   /// The plan in progress remembered for `sequence` under the same limit, taken out of the
   /// memory (its trials are live again; Remember it when left again), or nullopt. A hit counts
   /// as a resume. Any exclusion version: the profile holds every tensor and the next candidates
@@ -84,6 +88,8 @@ class PlanMemory {
  private:
   void Trim();
   /// `exclusions` nullopt: any version.
+  static bool Matches(const Plan& plan, const SequenceKey& sequence, std::uint64_t device_limit,
+                      std::optional<std::uint64_t> exclusions, bool in_progress);
   std::vector<Plan>::iterator Find(const SequenceKey& sequence, std::uint64_t device_limit,
                                    std::optional<std::uint64_t> exclusions, bool in_progress);
 
