@@ -100,7 +100,10 @@ void PolicyRunner::BeginIteration() {
   std::vector<bool> kept(bound_.size(), false);  // by old entry: its binding was carried
   if (switched) {
     carried.assign(next->entries.size(), 0);
-    if (installed != nullptr) CarryWrappedBindings(*installed, *next, &carried, &kept);
+    if (installed != nullptr) {
+      CarryWrappedBindings(*installed, *next, &carried, &kept);
+      RememberWrapped(*installed);
+    }
   }
   for (std::size_t i = 0; i < old_n && i < bound_.size(); ++i) {
     if (bound_[i] == 0) continue;
@@ -138,8 +141,7 @@ void PolicyRunner::BeginIteration() {
 }
 
 void PolicyRunner::CarryWrappedBindings(const Compiled& from, const Compiled& to,
-                                        std::vector<AllocId>* carried,
-                                        std::vector<bool>* kept) const {
+                                        std::vector<AllocId>* carried, std::vector<bool>* kept) {
   const auto key = [](const ipc::SwapEntry& e) {
     return std::tuple(e.out_token, e.out_occurrence, e.out_arg, e.bytes);
   };
@@ -160,7 +162,51 @@ void PolicyRunner::CarryWrappedBindings(const Compiled& from, const Compiled& to
     ++count;
     off.erase(it);  // one tensor, one entry
   }
+  // The rest: a plan that comes back names its tensors by its own sequence's anchors. The
+  // tensor it had bound when last in force, if a wrapping entry of `from` holds it out now and
+  // the sizes agree, is the one (persistent tensors, such as optimizer state, keep their
+  // allocation). A wrong guess only moves a tensor at the other entry's triggers: the safety net
+  // keeps every tensor whole.
+  if (off.empty() || wrapped_last_.empty()) {
+    counters_->Add(counters_->carried_bindings, count);
+    return;
+  }
+  std::unordered_map<AllocId, std::size_t> out_now;  // tensor -> entry of `from` holding it
+  for (const auto& [k, i] : off) out_now.emplace(bound_[i], i);
+  for (std::size_t j = 0; j < to.entries.size() && !out_now.empty(); ++j) {
+    const ipc::SwapEntry& e = to.entries[j];
+    if ((e.entry_flags & ipc::kEntryWraps) == 0 || (*carried)[j] != 0) continue;
+    const auto last = wrapped_last_.find(EntryKey(e));
+    if (last == wrapped_last_.end()) continue;
+    const auto held = out_now.find(last->second);
+    if (held == out_now.end() || from.entries[held->second].bytes != e.bytes) continue;
+    (*carried)[j] = held->first;
+    (*kept)[held->second] = true;
+    ++count;
+    out_now.erase(held);
+  }
   counters_->Add(counters_->carried_bindings, count);
+}
+
+void PolicyRunner::RememberWrapped(const Compiled& c) {
+  if (wrapped_last_.size() > kMaxWrappedKeys) wrapped_last_.clear();
+  for (std::size_t i = 0; i < c.entries.size() && i < bound_.size(); ++i) {
+    if (bound_[i] != 0 && (c.entries[i].entry_flags & ipc::kEntryWraps) != 0) {
+      wrapped_last_[EntryKey(c.entries[i])] = bound_[i];
+    }
+  }
+}
+
+std::uint64_t PolicyRunner::EntryKey(const ipc::SwapEntry& e) {
+  // FNV-1a over the fields, a word at a time: a collision only costs a wrong guess (above).
+  std::uint64_t h = 14695981039346656037ull;
+  for (const std::uint64_t v :
+       {e.bytes, std::uint64_t{e.out_token} << 32 | e.out_occurrence,
+        std::uint64_t{e.in_token} << 32 | e.in_occurrence,
+        std::uint64_t{e.use_token} << 32 | e.use_occurrence, std::uint64_t{e.out_arg}}) {
+    h = (h ^ v) * 1099511628211ull;
+  }
+  return h;
 }
 
 void PolicyRunner::Ignore(std::uint32_t entry) {

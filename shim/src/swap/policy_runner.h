@@ -31,9 +31,13 @@
 // Policies change only at iteration boundaries: SetPolicy stores a pending generation, which
 // BeginIteration installs whole (the old one is never half-applied). Tensors the old generation
 // left swapped out for a wrapping entry are prefetched at the switch, so the safety net rarely
-// has to fault them in. Replaced tables are kept until the runner is destroyed, because a launch
-// may still be reading one without a lock (a table is kilobytes; generations change tens of
-// times in a run).
+// has to fault them in, unless the new generation swaps the same tensor over the boundary: then
+// its entry takes the binding over (CarryWrappedBindings) and brings the tensor back at its own
+// trigger. The same tensor is told by the same anchors, or, for a plan that comes back (the
+// daemon recalls the plan of an op sequence that runs again), by what its entry had bound when
+// that plan was last in force: two sequences' plans name one tensor by different anchors. Replaced
+// tables are kept until the runner is destroyed, because a launch may still be reading one without
+// a lock (a table is kilobytes; generations change tens of times in a run).
 //
 // Thread-safety: every method may be called from any thread. occurrences().Count/NextEpoch are
 // the exception: one thread at a time, in ring order (the telemetry's ring lock).
@@ -164,10 +168,17 @@ class PolicyRunner {
                   CUstream stream);
   AllocId BindAtOut(std::uint32_t entry, std::span<const OpTensor> tensors);
   /// At a generation switch: `(*carried)[j]` = the allocation bound to a wrapping entry i of
-  /// `from` with the same out anchor, out_arg and bytes as wrapping entry j of `to` (0: none),
-  /// and `(*kept)[i]` set for each such i (its tensor stays where it is).
+  /// `from` that is the same tensor as wrapping entry j of `to` (0: none), and `(*kept)[i]` set
+  /// for each such i (its tensor stays where it is). The same tensor: the same out anchor,
+  /// out_arg and bytes; else the tensor entry j's twin (EntryKey) had bound when last in force.
   void CarryWrappedBindings(const Compiled& from, const Compiled& to, std::vector<AllocId>* carried,
-                            std::vector<bool>* kept) const;
+                            std::vector<bool>* kept);
+  /// What `c`'s bound wrapping entries hold (wrapped_last_), as it leaves.
+  void RememberWrapped(const Compiled& c);
+  /// One entry's anchors and size: equal in two tables that plan one tensor the same way.
+  static std::uint64_t EntryKey(const ipc::SwapEntry& e);
+  /// wrapped_last_ is cleared past this many keys (each re-plan adds its entries).
+  static constexpr std::size_t kMaxWrappedKeys = 1 << 16;
   void Ignore(std::uint32_t entry);
 
   SwapEngine* engine_;
@@ -182,6 +193,9 @@ class PolicyRunner {
   std::vector<std::unique_ptr<Compiled>> tables_;  // every installed table (see header comment)
   std::vector<AllocId> bound_;      // per entry: allocation bound at its out anchor (0 = none)
   std::vector<std::uint8_t> dead_;  // per entry: ignored for the rest of this iteration
+  // EntryKey of each wrapping entry of a generation switched away from -> the allocation it had
+  // bound then.
+  std::unordered_map<std::uint64_t, AllocId> wrapped_last_;
 };
 
 }  // namespace chameleon::shim::swap

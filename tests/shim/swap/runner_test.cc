@@ -265,6 +265,58 @@ TEST_F(RunnerTest, ANewGenerationSwappingTheSameTensorOverTheBoundaryTakesItOver
   ASSERT_CU(ctx_sync_());
 }
 
+// Two op sequences' plans name one tensor by different anchors (the daemon plans each sequence
+// on its own). When a plan comes back, the tensor its entry bound when last in force, held out
+// now by the plan it replaces, is taken over where it is instead of brought back at the switch.
+TEST_F(RunnerTest, APlanThatComesBackTakesOverTheTensorsItHadOutWhenLastInForce) {
+  CUdeviceptr p = 0, q = 0;
+  AllocId id = 0, other = 0;
+  ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
+  ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &q, &other));
+  // Plan A swaps `id` out after bwd#0; plan B, of a sequence with one more bwd op first, after
+  // bwd#1 (another out anchor: nothing to carry by anchors).
+  const chameleon::ipc::SwapEntry a = WrappingEntry();
+  chameleon::ipc::SwapEntry b = a;
+  b.out_occurrence = 1;
+  runner_->SetPolicy(MakePolicy(1, {a}));
+  Boundary();
+  EXPECT_EQ(Op(kBwd, id), Residency::kSwappedOut);  // A binds `id`
+  runner_->SetPolicy(MakePolicy(2, {b}));
+  Boundary();
+  EXPECT_EQ(engine_->State(id), Residency::kResident);  // B never ran: brought back at the switch
+  EXPECT_EQ(C(counters_.carried_bindings), 0u);
+  EXPECT_EQ(Op(kFwd, other), Residency::kResident);
+  EXPECT_EQ(Op(kBwd, other), Residency::kResident);
+  EXPECT_EQ(Op(kBwd, id), Residency::kSwappedOut);  // B binds `id`
+  // A again (recalled: a new generation, the same entry), then B again: each takes `id` over.
+  runner_->SetPolicy(MakePolicy(3, {a}));
+  Boundary();
+  EXPECT_EQ(engine_->State(id), Residency::kSwappedOut);
+  EXPECT_EQ(C(counters_.carried_bindings), 1u);
+  EXPECT_EQ(Op(kFwd, other), Residency::kResident);  // fwd#0: A's trigger brings it back
+  EXPECT_EQ(engine_->State(id), Residency::kResident);
+  EXPECT_EQ(Op(kFwd, id), Residency::kResident);
+  EXPECT_EQ(Op(kBwd, id), Residency::kSwappedOut);
+  runner_->SetPolicy(MakePolicy(4, {b}));
+  Boundary();
+  EXPECT_EQ(engine_->State(id), Residency::kSwappedOut);
+  EXPECT_EQ(C(counters_.carried_bindings), 2u);
+  // An entry of another size plans another tensor: `id` is brought back at the switch.
+  EXPECT_EQ(Op(kFwd, other), Residency::kResident);
+  EXPECT_EQ(Op(kFwd, id), Residency::kResident);
+  EXPECT_EQ(Op(kBwd, other), Residency::kResident);
+  EXPECT_EQ(Op(kBwd, id), Residency::kSwappedOut);
+  chameleon::ipc::SwapEntry bigger = a;
+  bigger.bytes = 4 * kMiB;
+  runner_->SetPolicy(MakePolicy(5, {bigger}));
+  Boundary();
+  EXPECT_EQ(engine_->State(id), Residency::kResident);
+  EXPECT_EQ(C(counters_.carried_bindings), 2u);
+  EXPECT_EQ(C(counters_.fault_ins), 0u);
+  EXPECT_EQ(C(counters_.policy_ignored), 0u);
+  ASSERT_CU(ctx_sync_());
+}
+
 TEST_F(RunnerTest, AnEntryNamingAFreedTensorIsIgnored) {
   CUdeviceptr p = 0, q = 0;
   AllocId id = 0, live = 0;
