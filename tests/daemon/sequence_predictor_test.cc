@@ -21,6 +21,16 @@ std::size_t Switches(const std::string& run, std::size_t ahead, std::size_t from
   return n;
 }
 
+/// `n` letters A or B from a fixed linear congruential series seeded with `seed`.
+std::string RandomRun(std::uint32_t seed, int n) {
+  std::string run;
+  for (int i = 0; i < n; ++i) {
+    seed = seed * 1103515245u + 12345u;
+    run += (seed >> 16) & 1 ? 'A' : 'B';
+  }
+  return run;
+}
+
 void ObserveAll(SequencePredictor* predictor, const std::string& letters) {
   for (char c : letters) predictor->Observe(Key(c));
 }
@@ -96,12 +106,7 @@ TEST(SequencePredictor, EveryStepOfASteadyScheduleIsPredictedAndNoneWrong) {
 TEST(SequencePredictor, ARandomLoopIsSoonNoLongerPredicted) {
   // A fixed pseudo-random A/B series: switch guesses are wrong about half the time, so after
   // the first misses none is given out while the shadow guesses keep missing.
-  std::uint32_t state = 12345;
-  std::string run;
-  for (int i = 0; i < 400; ++i) {
-    state = state * 1103515245u + 12345u;
-    run += (state >> 16) & 1 ? 'A' : 'B';
-  }
+  const std::string run = RandomRun(12345, 400);
   const Score score = Play(run, 2, 0);
   SequencePredictor predictor(2);
   ObserveAll(&predictor, run);
@@ -120,12 +125,7 @@ TEST(SequencePredictor, AOneOffSequenceCostsAtMostOneWrongSwitch) {
 TEST(SequencePredictor, TrustComesBackWhenTheGuessesComeTrueAgain) {
   // Random switches first (trust lost), then a schedule: once its shadow guesses come true for
   // kScored switches in a row, its switches are given out again.
-  std::uint32_t state = 99;
-  std::string run;
-  for (int i = 0; i < 120; ++i) {
-    state = state * 1103515245u + 12345u;
-    run += (state >> 16) & 1 ? 'A' : 'B';
-  }
+  std::string run = RandomRun(99, 120);
   const std::size_t schedule_from = run.size();
   for (int i = 0; i < 10; ++i) run += "CCCDDD";
   const Score score = Play(run, 2, schedule_from + 6 * 6);

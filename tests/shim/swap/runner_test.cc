@@ -68,6 +68,12 @@ class RunnerTest : public SwapFixture {
     runner_->AfterOp(token, occ, compute_, args);
     return engine_->State(watch);
   }
+  /// Two 2 MiB tensors on the device.
+  void AllocateTwo(AllocId* a, AllocId* b) {
+    CUdeviceptr p = 0, q = 0;
+    ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, a));
+    ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &q, b));
+  }
   /// BeforeOp, then the op's ring append (the telemetry's part in the shim): its ticket.
   sw::OccurrenceTicket Before(std::uint32_t token) {
     runner_->BeforeOp(token, compute_);
@@ -228,10 +234,8 @@ TEST_F(RunnerTest, AWrappingEntryKeepsItsBindingAcrossTheBoundary) {
 }
 
 TEST_F(RunnerTest, ANewGenerationSwappingTheSameTensorOverTheBoundaryTakesItOverWhereItIs) {
-  CUdeviceptr p = 0, q = 0;
   AllocId id = 0, other = 0;
-  ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
-  ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &q, &other));
+  AllocateTwo(&id, &other);
   const chameleon::ipc::SwapEntry e = WrappingEntry();
   runner_->SetPolicy(MakePolicy(1, {e}));
   Boundary();
@@ -269,10 +273,8 @@ TEST_F(RunnerTest, ANewGenerationSwappingTheSameTensorOverTheBoundaryTakesItOver
 // on its own). When a plan comes back, the tensor its entry bound when last in force, held out
 // now by the plan it replaces, is taken over where it is instead of brought back at the switch.
 TEST_F(RunnerTest, APlanThatComesBackTakesOverTheTensorsItHadOutWhenLastInForce) {
-  CUdeviceptr p = 0, q = 0;
   AllocId id = 0, other = 0;
-  ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &p, &id));
-  ASSERT_CU(engine_->Allocate(2 * kMiB, compute_, &q, &other));
+  AllocateTwo(&id, &other);
   // Plan A swaps `id` out after bwd#0; plan B, of a sequence with one more bwd op first, after
   // bwd#1 (another out anchor: nothing to carry by anchors).
   const chameleon::ipc::SwapEntry a = WrappingEntry();
@@ -301,17 +303,8 @@ TEST_F(RunnerTest, APlanThatComesBackTakesOverTheTensorsItHadOutWhenLastInForce)
   Boundary();
   EXPECT_EQ(engine_->State(id), Residency::kSwappedOut);
   EXPECT_EQ(C(counters_.carried_bindings), 2u);
-  // An entry of another size plans another tensor: `id` is brought back at the switch.
-  EXPECT_EQ(Op(kFwd, other), Residency::kResident);
-  EXPECT_EQ(Op(kFwd, id), Residency::kResident);
-  EXPECT_EQ(Op(kBwd, other), Residency::kResident);
-  EXPECT_EQ(Op(kBwd, id), Residency::kSwappedOut);
-  chameleon::ipc::SwapEntry bigger = a;
-  bigger.bytes = 4 * kMiB;
-  runner_->SetPolicy(MakePolicy(5, {bigger}));
-  Boundary();
+  EXPECT_EQ(Op(kFwd, other), Residency::kResident);  // fwd#0: B's trigger brings it back
   EXPECT_EQ(engine_->State(id), Residency::kResident);
-  EXPECT_EQ(C(counters_.carried_bindings), 2u);
   EXPECT_EQ(C(counters_.fault_ins), 0u);
   EXPECT_EQ(C(counters_.policy_ignored), 0u);
   ASSERT_CU(ctx_sync_());
